@@ -1,0 +1,55 @@
+import type { ChatMessage, ContentPart } from '@nilegate/shared/schemas/chat'
+
+/** Tokens added per message for role and framing, and once per reply for priming. */
+export const messageOverheadTokens = 4
+export const replyPrimingTokens = 3
+/** Flat estimate for one image, audio or file part. */
+export const mediaPartTokens = 256
+
+function isArabicScript(code: number): boolean {
+  return (
+    (code >= 0x0600 && code <= 0x06ff) ||
+    (code >= 0x0750 && code <= 0x077f) ||
+    (code >= 0x08a0 && code <= 0x08ff) ||
+    (code >= 0xfb50 && code <= 0xfdff) ||
+    (code >= 0xfe70 && code <= 0xfeff)
+  )
+}
+
+/** Estimated tokens of a text: Arabic-script characters at 2 per token, everything else at 4, rounded up. */
+export function estimateTextTokens(text: string): number {
+  let quarterTokens = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    // A surrogate pair is one character: count it on its high half only.
+    if (code >= 0xdc00 && code <= 0xdfff) continue
+    quarterTokens += isArabicScript(code) ? 2 : 1
+  }
+  return Math.ceil(quarterTokens / 4)
+}
+
+function estimatePartTokens(part: ContentPart): number {
+  switch (part.type) {
+    case 'text':
+      return estimateTextTokens(part.text)
+    case 'refusal':
+      return estimateTextTokens(part.refusal)
+    default:
+      return mediaPartTokens
+  }
+}
+
+/** Estimated prompt tokens of a conversation. */
+export function estimatePromptTokens(messages: readonly ChatMessage[]): number {
+  let tokens = replyPrimingTokens
+  for (const message of messages) {
+    tokens += messageOverheadTokens
+    const content = message.content
+    if (typeof content === 'string') tokens += estimateTextTokens(content)
+    else if (Array.isArray(content)) for (const part of content) tokens += estimatePartTokens(part)
+    if (message.role === 'assistant' && message.tool_calls) {
+      for (const call of message.tool_calls) tokens += estimateTextTokens(call.function.name) + estimateTextTokens(call.function.arguments)
+    }
+  }
+  return tokens
+}

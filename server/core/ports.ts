@@ -1,0 +1,83 @@
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
+import type { CatalogModel, Deployment } from './catalog'
+
+/** What a provider needs to know about the call it serves. */
+export interface ProviderCall {
+  requestId: string
+  /** Aborts when the client goes away or the gateway gives up; providers stop upstream work on it. */
+  signal: AbortSignal
+  model: CatalogModel
+  deployment: Deployment
+}
+
+/** Embedding inputs after normalisation: texts, or token-id arrays. */
+export type EmbeddingInput = { kind: 'text'; items: string[] } | { kind: 'tokens'; items: number[][] }
+
+/** Vectors and the tokens they cost. */
+export interface EmbeddingResult {
+  vectors: Float32Array[]
+  promptTokens: number
+}
+
+/**
+ * Turns a validated request into a response. Errors known before the first byte are thrown as
+ * GatewayError (so the client gets a real status); `streamChat` resolves once the upstream accepted
+ * the request, and its iterable may throw later (sent to the client as an error event).
+ */
+export interface Provider {
+  /** A whole completion; `usage` is filled in (from upstream, or estimated). */
+  chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion>
+  /**
+   * Chunks as the upstream produces them, unbuffered. The last chunk before the end carries `usage`
+   * with empty `choices` when the upstream reported it; the gateway estimates usage otherwise.
+   */
+  streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>>
+  embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult>
+}
+
+/** A known API key and what it may do; what the hot path needs, cached in process. */
+export interface ApiKeyIdentity {
+  keyId: string
+  orgId: string
+  projectId: string
+  /** Unix milliseconds, or null. */
+  revokedAt: number | null
+  expiresAt: number | null
+  scopes: string[]
+  rpmLimit: number | null
+  orgStatus: 'active' | 'suspended'
+}
+
+/** Looks API keys up by the SHA-256 hex digest of the secret. */
+export interface IdentityStore {
+  findApiKeyByHash(hashHex: string): Promise<ApiKeyIdentity | null>
+}
+
+/** One request as it is recorded for usage and billing. */
+export interface UsageEvent {
+  requestId: string
+  keyId: string
+  orgId: string
+  projectId: string
+  model: string
+  endpoint: 'chat.completions' | 'embeddings'
+  stream: boolean
+  promptTokens: number
+  completionTokens: number
+  costMicros: bigint
+  /** HTTP status of the request, 499 when the client went away mid-stream. */
+  status: number
+  latencyMs: number
+  region: string | null
+  createdAt: Date
+}
+
+/** Writes usage events in batches; the hot path only queues. */
+export interface UsageRepository {
+  insertUsageEvents(events: UsageEvent[]): Promise<void>
+}
+
+/** Takes usage events from the hot path without waiting on I/O. */
+export interface UsageSink {
+  record(event: UsageEvent): void
+}

@@ -1,0 +1,12 @@
+import { t, type TSchema } from 'elysia'
+
+/** A field that clients may also send as JSON null (the OpenAI SDKs do). */
+export const nullable = <T extends TSchema>(schema: T) => t.Optional(t.Union([schema, t.Null()], { error: schema.error }))
+
+/** Token counts of one request. */
+export const Usage = t.Object({
+  prompt_tokens: t.Integer(),
+  completion_tokens: t.Integer(),
+  total_tokens: t.Integer(),
+})
+export type Usage = typeof Usage.static
