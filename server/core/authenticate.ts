@@ -1,0 +1,100 @@
+import { GatewayError } from '@nilegate/shared/errors'
+import type { ApiKeyIdentity, IdentityStore } from './ports'
+
+/** What a key must be allowed to call. */
+export type KeyScope = 'models.read' | 'chat.completions' | 'embeddings'
+
+interface CacheEntry {
+  identity: ApiKeyIdentity | null
+  fetchedAtMs: number
+}
+
+export interface KeyCacheOptions {
+  /** After this long an entry is refreshed in the background while still being served. */
+  refreshAfterMs?: number
+  /** Unknown keys are remembered this long, so a flood of bad keys does not reach the database. */
+  negativeTtlMs?: number
+  maxEntries?: number
+  now?: () => number
+}
+
+/**
+ * Resolves API keys by the hash of their secret, from memory when warm: a known key costs no
+ * database round trip. Entries older than `refreshAfterMs` are served while one background lookup
+ * refreshes them, so a revoke or expiry change is seen within about that time.
+ */
+export class ApiKeyCache {
+  private readonly entries = new Map<string, CacheEntry>()
+  private readonly inFlight = new Map<string, Promise<ApiKeyIdentity | null>>()
+  private readonly refreshAfterMs: number
+  private readonly negativeTtlMs: number
+  private readonly maxEntries: number
+  private readonly now: () => number
+
+  constructor(private readonly store: IdentityStore, options: KeyCacheOptions = {}) {
+    this.refreshAfterMs = options.refreshAfterMs ?? 1_000
+    this.negativeTtlMs = options.negativeTtlMs ?? 1_000
+    this.maxEntries = options.maxEntries ?? 100_000
+    this.now = options.now ?? Date.now
+  }
+
+  /** The identity of a key hash, or null when no such key exists. */
+  lookup(hashHex: string): ApiKeyIdentity | null | Promise<ApiKeyIdentity | null> {
+    const entry = this.entries.get(hashHex)
+    if (entry) {
+      const ageMs = this.now() - entry.fetchedAtMs
+      if (entry.identity === null) {
+        if (ageMs < this.negativeTtlMs) return null
+      } else {
+        if (ageMs >= this.refreshAfterMs) this.fetch(hashHex).catch(() => {})
+        return entry.identity
+      }
+    }
+    return this.fetch(hashHex)
+  }
+
+  /** Forgets a key so its next use reads the store. */
+  invalidate(hashHex: string): void {
+    this.entries.delete(hashHex)
+  }
+
+  private fetch(hashHex: string): Promise<ApiKeyIdentity | null> {
+    const pending = this.inFlight.get(hashHex)
+    if (pending) return pending
+    const lookup = this.store
+      .findApiKeyByHash(hashHex)
+      .then((identity) => {
+        if (this.entries.size >= this.maxEntries && !this.entries.has(hashHex)) {
+          const oldest = this.entries.keys().next().value
+          if (oldest !== undefined) this.entries.delete(oldest)
+        }
+        this.entries.set(hashHex, { identity, fetchedAtMs: this.now() })
+        return identity
+      })
+      .finally(() => this.inFlight.delete(hashHex))
+    this.inFlight.set(hashHex, lookup)
+    return lookup
+  }
+}
+
+/** The bearer token of an Authorization header, or a 401 naming what is wrong. */
+export function bearerToken(authorization: string | undefined | null): string {
+  if (!authorization) throw new GatewayError('missing_auth_header')
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+  if (!match) throw new GatewayError('missing_auth_header', 'The Authorization header must be "Bearer <API key>".')
+  return match[1]!
+}
+
+/** Checks a resolved key against its state and the scope the route needs. */
+export function authorizeKey(identity: ApiKeyIdentity | null, scope: KeyScope, nowMs: number): ApiKeyIdentity {
+  if (!identity) throw new GatewayError('invalid_api_key')
+  if (identity.revokedAt !== null) throw new GatewayError('key_revoked')
+  if (identity.expiresAt !== null && identity.expiresAt <= nowMs) {
+    throw new GatewayError('key_expired', `This API key expired at ${new Date(identity.expiresAt).toISOString()}.`)
+  }
+  if (identity.orgStatus === 'suspended') throw new GatewayError('org_suspended')
+  if (!identity.scopes.includes(scope)) {
+    throw new GatewayError('key_scope_insufficient', `This API key lacks the '${scope}' scope needed for this endpoint.`)
+  }
+  return identity
+}

@@ -1,0 +1,97 @@
+import { GatewayError } from '@nilegate/shared/errors'
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
+import type { Usage } from '@nilegate/shared/schemas/common'
+import { estimatePromptTokens, estimateTextTokens } from './estimate-tokens'
+import { InferenceCall, type InferenceDeps, type InferenceRequest } from './inference'
+
+/** One event of a streamed answer: a chunk to send, or a failure after the stream began. */
+export type ChatStreamEvent = { chunk: ChatCompletionChunk; error?: undefined } | { error: GatewayError; chunk?: undefined }
+
+function openCall(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): InferenceCall {
+  const call = new InferenceCall(deps, request, body.model, 'chat.completions', body.stream === true)
+  const requested = body.max_completion_tokens ?? body.max_tokens
+  if (requested != null && requested > call.model.contextWindow) {
+    const param = body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens'
+    throw new GatewayError('max_tokens_exceeded', `${param} is ${requested}, above the context window of '${call.model.id}' (${call.model.contextWindow} tokens).`, param)
+  }
+  return call
+}
+
+/** A whole chat completion. */
+export async function completeChat(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<ChatCompletion> {
+  const call = openCall(deps, body, request)
+  const completion = await call.provider.chat(body, call.providerCall).catch((error: unknown) => call.fail(error))
+  completion.model = call.model.id
+  const { usage } = completion
+  call.record(call.clientGone ? 499 : 200, usage.prompt_tokens, usage.completion_tokens)
+  return completion
+}
+
+function toUsage(promptTokens: number, completionTokens: number): Usage {
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
+}
+
+function asGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error
+  return new GatewayError('internal_error', 'The stream failed on the server. Retry with backoff.')
+}
+
+/**
+ * A streamed chat completion. Resolves once the first chunk exists, so failures before the first
+ * byte reach the client as real statuses; later failures become one error event. Usage is recorded
+ * once on every exit path, from upstream usage when reported, else estimated from what was relayed;
+ * a client that goes away (499) pays for the tokens produced until then.
+ */
+export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<AsyncGenerator<ChatStreamEvent, void>> {
+  const call = openCall(deps, body, request)
+  const includeUsage = body.stream_options?.include_usage === true
+  let upstream: AsyncIterator<ChatCompletionChunk>
+  let first: IteratorResult<ChatCompletionChunk>
+  try {
+    upstream = (await call.provider.streamChat(body, call.providerCall))[Symbol.asyncIterator]()
+    first = await upstream.next()
+  } catch (error) {
+    call.fail(error)
+  }
+
+  async function* relay(): AsyncGenerator<ChatStreamEvent, void> {
+    let reported: Usage | null = null
+    let relayedText = ''
+    let lastChunk: ChatCompletionChunk | null = null
+    let failure: GatewayError | null = null
+    let usage: Usage | null = null
+    try {
+      for (let result = first; !result.done; result = await upstream.next()) {
+        const chunk = result.value
+        if (chunk.choices.length === 0) {
+          if (chunk.usage) reported = chunk.usage
+          continue
+        }
+        for (const choice of chunk.choices) {
+          const delta = choice.delta
+          if (delta.content) relayedText += delta.content
+          if (delta.tool_calls) for (const toolCall of delta.tool_calls) relayedText += toolCall.function?.arguments ?? ''
+        }
+        chunk.model = call.model.id
+        if (!includeUsage) delete chunk.usage
+        lastChunk = chunk
+        yield { chunk }
+      }
+    } catch (error) {
+      if (!call.clientGone) failure = asGatewayError(error)
+    } finally {
+      usage = reported ?? toUsage(estimatePromptTokens(body.messages), estimateTextTokens(relayedText))
+      const status = call.clientGone ? 499 : failure ? failure.status : 200
+      call.record(status, usage.prompt_tokens, usage.completion_tokens)
+      if (call.clientGone || failure) upstream.return?.().catch(() => {})
+    }
+    if (failure) {
+      yield { error: failure }
+      return
+    }
+    if (includeUsage && lastChunk && usage) {
+      yield { chunk: { id: lastChunk.id, object: 'chat.completion.chunk', created: lastChunk.created, model: call.model.id, choices: [], usage } }
+    }
+  }
+  return relay()
+}
