@@ -1,0 +1,50 @@
+import { Elysia } from 'elysia'
+import type { ApiKeyCache } from '../core/authenticate'
+import type { InferenceDeps } from '../core/inference'
+import { errorHandler, type RouteTable } from './plugins/error-handler'
+import { BodyBudget, defaultBodyLimitBytes, inferenceBodyLimitBytes, readJsonBody } from './request-body'
+import { inferenceRoutes } from './routes/inference'
+import { modelRoutes } from './routes/models'
+
+export interface AppDeps extends InferenceDeps {
+  keys: ApiKeyCache
+  /** Bytes of request bodies that may be in flight at once. */
+  bodyBudgetBytes: number
+}
+
+const routeTable: RouteTable = [
+  { pattern: /^\/v1\/chat\/completions\/?$/, methods: ['POST'] },
+  { pattern: /^\/v1\/embeddings\/?$/, methods: ['POST'] },
+  { pattern: /^\/v1\/models(\/.*)?$/, methods: ['GET'] },
+]
+
+const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings'])
+const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests'
+
+function newRequestId(): string {
+  return `req_${crypto.randomUUID().replaceAll('-', '')}`
+}
+
+/** The gateway's HTTP application; `App` is its type, for the typed SDK. */
+export function buildApp(deps: AppDeps) {
+  const bodyBudget = new BodyBudget(deps.bodyBudgetBytes)
+  return new Elysia({ name: 'nilegate' })
+    .onRequest(({ request, set }) => {
+      set.headers['x-request-id'] = newRequestId()
+      set.headers['access-control-allow-origin'] = '*'
+      set.headers['access-control-expose-headers'] = exposedHeaders
+      if (request.method === 'OPTIONS') {
+        set.headers['access-control-allow-methods'] = 'GET, POST, OPTIONS'
+        set.headers['access-control-allow-headers'] = request.headers.get('access-control-request-headers') ?? 'authorization, content-type'
+        set.headers['access-control-max-age'] = '86400'
+        return new Response(null, { status: 204, headers: set.headers as Record<string, string> })
+      }
+    })
+    .use(errorHandler(routeTable))
+    // Every body is read here, capped by route (SPEC 8.2), whatever its Content-Type says.
+    .onParse(({ request, path }) => readJsonBody(request, inferencePaths.has(path) ? inferenceBodyLimitBytes : defaultBodyLimitBytes, bodyBudget))
+    .use(modelRoutes(deps.catalog, deps.keys))
+    .use(inferenceRoutes(deps))
+}
+
+export type App = ReturnType<typeof buildApp>

@@ -1,0 +1,59 @@
+import { Elysia } from 'elysia'
+import { ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
+import { EmbeddingsRequest } from '@nilegate/shared/schemas/embeddings'
+import type { ApiKeyCache } from '../../core/authenticate'
+import { completeChat, openChatStream } from '../../core/chat-completions'
+import { checkMessages } from '../../core/check-messages'
+import { createEmbeddings } from '../../core/embeddings'
+import type { InferenceDeps, InferenceRequest } from '../../core/inference'
+import type { ApiKeyIdentity } from '../../core/ports'
+import { apiKeyAuth } from '../plugins/api-key-auth'
+import { BodyProblem } from '../request-body'
+import { sseResponse } from '../sse'
+
+export interface InferenceRouteDeps extends InferenceDeps {
+  keys: ApiKeyCache
+}
+
+/** The request as core sees it, with an abort that fires when the client goes away or the stream is cancelled. */
+function inferenceRequest(request: Request, identity: ApiKeyIdentity, requestId: string): InferenceRequest & { abort: () => void } {
+  const controller = new AbortController()
+  const signal = AbortSignal.any([request.signal, controller.signal])
+  return { requestId, identity, signal, startedAtMs: performance.timeOrigin + performance.now(), abort: () => controller.abort() }
+}
+
+/** POST /v1/chat/completions (JSON or SSE) and POST /v1/embeddings. */
+export function inferenceRoutes(deps: InferenceRouteDeps) {
+  const rejectBodyProblem = ({ body }: { body: unknown }) => {
+    if (body instanceof BodyProblem) throw body.error
+  }
+
+  const chat = new Elysia({ name: 'chat-completions' })
+    .derive(apiKeyAuth(deps.keys, 'chat.completions'))
+    .onTransform(({ body }) => {
+      rejectBodyProblem({ body })
+      checkMessages((body as { messages?: unknown }).messages)
+    })
+    .post(
+      '/v1/chat/completions',
+      async ({ body, identity, request, set }) => {
+        const requestId = set.headers['x-request-id'] as string
+        const context = inferenceRequest(request, identity, requestId)
+        if (body.stream !== true) return completeChat(deps, body, context)
+        const events = await openChatStream(deps, body, context)
+        return sseResponse(events, set.headers as Record<string, string>, context.abort)
+      },
+      { body: ChatCompletionRequest },
+    )
+
+  const embeddings = new Elysia({ name: 'embeddings' })
+    .derive(apiKeyAuth(deps.keys, 'embeddings'))
+    .onTransform(rejectBodyProblem)
+    .post(
+      '/v1/embeddings',
+      ({ body, identity, request, set }) => createEmbeddings(deps, body, inferenceRequest(request, identity, set.headers['x-request-id'] as string)),
+      { body: EmbeddingsRequest },
+    )
+
+  return new Elysia({ name: 'inference' }).use(chat).use(embeddings)
+}

@@ -1,0 +1,224 @@
+import { describe, expect, test } from 'bun:test'
+import { GatewayError } from '@nilegate/shared/errors'
+import { chatRequest, embeddingsModel, keyIdentity, retiredModel, ScriptedProvider, testApp } from '../support/test-app'
+
+async function readSse(response: Response): Promise<string[]> {
+  const text = await response.text()
+  return text.split('\n\n').filter(Boolean).map((event) => event.replace(/^data: /, ''))
+}
+
+describe('POST /v1/chat/completions', () => {
+  test('answers a chat completion with the catalog model id and records usage', async () => {
+    const { api, usage } = await testApp()
+
+    const { data, status, headers } = await api.v1.chat.completions.post(chatRequest())
+
+    expect(status).toBe(200)
+    expect((headers as Headers).get('x-request-id')).toMatch(/^req_/)
+    expect(data).toMatchObject({ object: 'chat.completion', model: 'nile/qwen2.5-7b-instruct', choices: [{ message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }], usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } })
+    expect(usage).toHaveLength(1)
+    expect(usage[0]).toMatchObject({ keyId: 'key_test', model: 'nile/qwen2.5-7b-instruct', status: 200, promptTokens: 7, completionTokens: 2, costMicros: 65n, stream: false })
+  })
+
+  test('streams chunks as server-sent events ending in [DONE], with the usage chunk only when asked', async () => {
+    const { send } = await testApp()
+
+    const plain = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ stream: true })))
+    const withUsage = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ stream: true, stream_options: { include_usage: true } })))
+
+    expect(plain.headers.get('content-type')).toStartWith('text/event-stream')
+    expect(plain.headers.get('x-request-id')).toMatch(/^req_/)
+    const plainEvents = await readSse(plain)
+    expect(plainEvents.at(-1)).toBe('[DONE]')
+    expect(plainEvents.slice(0, -1).map((event) => JSON.parse(event).choices[0].delta)).toEqual([{ role: 'assistant', content: '' }, { content: 'Hel' }, { content: 'lo' }, {}])
+    expect(plainEvents.slice(0, -1).every((event) => !('usage' in JSON.parse(event)))).toBe(true)
+    const usageEvents = await readSse(withUsage)
+    expect(JSON.parse(usageEvents.at(-2)!)).toMatchObject({ object: 'chat.completion.chunk', model: 'nile/qwen2.5-7b-instruct', choices: [], usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } })
+  })
+
+  test('estimates usage when the provider reports none', async () => {
+    const provider = new ScriptedProvider()
+    provider.usage = null
+    provider.chunks = ['abcd', 'efgh']
+    const { send, usage } = await testApp({ provider })
+
+    const events = await readSse(await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ stream: true, stream_options: { include_usage: true } }))))
+
+    expect(JSON.parse(events.at(-2)!).usage.completion_tokens).toBe(2)
+    expect(usage[0]).toMatchObject({ completionTokens: 2, status: 200 })
+  })
+
+  test('a failure after the stream began is one error event followed by [DONE]', async () => {
+    const provider = new ScriptedProvider()
+    provider.failAfterChunks = { count: 1, error: new GatewayError('no_healthy_backends', 'upstream went away') }
+    const { send, usage } = await testApp({ provider })
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ stream: true })))
+    const events = await readSse(response)
+
+    expect(response.status).toBe(200)
+    expect(events.slice(-2)).toEqual([JSON.stringify({ error: { type: 'service_unavailable', message: 'upstream went away', code: 'no_healthy_backends', param: null } }), '[DONE]'])
+    expect(usage[0]).toMatchObject({ status: 503, completionTokens: 1 })
+  })
+
+  test('a failure before the first chunk is a real status', async () => {
+    const provider = new ScriptedProvider()
+    provider.failBeforeStart = new GatewayError('engine_unavailable')
+    const { send, usage } = await testApp({ provider })
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ stream: true })))
+
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('1')
+    expect((await response.json()).error.code).toBe('engine_unavailable')
+    expect(usage[0]).toMatchObject({ status: 503, promptTokens: 0, completionTokens: 0 })
+  })
+
+  test('a client that cancels mid-stream aborts the provider and is recorded as 499 with the tokens produced', async () => {
+    const provider = new ScriptedProvider()
+    provider.usage = null
+    provider.chunks = ['one ', 'two ', 'three ', 'four ']
+    const { send, usage } = await testApp({ provider })
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ stream: true })))
+    const reader = response.body!.getReader()
+    await reader.read()
+    await reader.read()
+    await reader.cancel()
+
+    expect(provider.calls[0]!.call.signal.aborted).toBe(true)
+    expect(usage).toHaveLength(1)
+    expect(usage[0]).toMatchObject({ status: 499, completionTokens: 1 })
+  })
+
+  test.each([
+    [{ model: 'nope' }, 400, 'model_not_found', 'model'],
+    [{ model: embeddingsModel }, 400, 'model_not_supported_on_endpoint', 'model'],
+    [{ model: retiredModel }, 403, 'model_sunset', 'model'],
+    [{ max_tokens: 10_000_000 }, 400, 'max_tokens_exceeded', 'max_tokens'],
+    [{ max_completion_tokens: 10_000_000 }, 400, 'max_tokens_exceeded', 'max_completion_tokens'],
+    [{ messages: [{ role: 'robot', content: 'x' }] }, 400, 'invalid_role', 'messages[0].role'],
+    [{ messages: [{ role: 'user', content: 'a' }, { role: 'user' }] }, 400, 'missing_content', 'messages[1].content'],
+    [{ messages: [{ role: 'assistant', content: null }] }, 400, 'missing_content', 'messages[0].content'],
+    [{ messages: [] }, 400, 'invalid_request', 'messages'],
+    [{ temperature: 2.5 }, 400, 'invalid_request', 'temperature'],
+    [{ temperature: 'hot' }, 400, 'invalid_request', 'temperature'],
+    [{ top_p: -0.1 }, 400, 'invalid_request', 'top_p'],
+    [{ n: 0 }, 400, 'invalid_request', 'n'],
+    [{ frequency_penalty: 3 }, 400, 'invalid_request', 'frequency_penalty'],
+    [{ presence_penalty: -3 }, 400, 'invalid_request', 'presence_penalty'],
+    [{ stop: ['a', 'b', 'c', 'd', 'e'] }, 400, 'invalid_request', 'stop'],
+    [{ stream: 'yes' }, 400, 'invalid_request', 'stream'],
+    [{ max_tokens: 1.5 }, 400, 'invalid_request', 'max_tokens'],
+    [{ top_logprobs: 21 }, 400, 'invalid_request', 'top_logprobs'],
+  ])('%j answers %i %s', async (overrides, status, code, param) => {
+    const { send, provider } = await testApp()
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify({ ...chatRequest(), ...overrides }))
+
+    expect(response.status).toBe(status)
+    expect(response.headers.get('x-request-id')).toMatch(/^req_/)
+    expect((await response.json()).error).toMatchObject({ code, param })
+    expect(provider.calls).toHaveLength(0)
+  })
+
+  test('accepts every role, content parts, tool calls and the OpenAI fields clients send', async () => {
+    const { api, provider } = await testApp()
+
+    const { status } = await api.v1.chat.completions.post({
+      model: 'nile/qwen2.5-7b-instruct',
+      messages: [
+        { role: 'developer', content: 'Be terse.' },
+        { role: 'system', content: [{ type: 'text', text: 'Answer in English.' }] },
+        { role: 'user', name: 'alice', content: [{ type: 'text', text: 'Weather?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'low' } }, { type: 'input_audio', input_audio: { data: 'UklGRiQ=', format: 'wav' } }, { type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBERi0x' } }] },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Cairo"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c":31}' },
+      ],
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      tool_choice: 'auto',
+      parallel_tool_calls: true,
+      n: 1,
+      seed: 42,
+      logit_bias: { '50256': -100 },
+      logprobs: true,
+      top_logprobs: 2,
+      response_format: { type: 'json_object' },
+      user: 'user-1',
+      metadata: { team: 'a' },
+      stop: ['\nUser:'],
+      temperature: null,
+      max_completion_tokens: 64,
+      stream_options: null,
+    })
+
+    expect(status).toBe(200)
+    expect(provider.calls).toHaveLength(1)
+  })
+
+  test('passes unknown fields through to the provider', async () => {
+    const { send, provider } = await testApp()
+
+    await send('POST', '/v1/chat/completions', JSON.stringify({ ...chatRequest(), top_k: 40, reasoning_effort: 'low' }))
+
+    expect(provider.calls[0]!.body).toMatchObject({ top_k: 40, reasoning_effort: 'low' })
+  })
+
+  test('refuses more than 2,000,000 characters of text in one message with 422', async () => {
+    const { send } = await testApp()
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ messages: [{ role: 'user', content: [{ type: 'text', text: 'x'.repeat(1_000_000) }, { type: 'text', text: 'y'.repeat(1_000_001) }] }] })))
+
+    expect(response.status).toBe(422)
+    expect((await response.json()).error).toMatchObject({ code: 'content_limit_exceeded', param: 'messages[0].content' })
+  })
+
+  test('refuses more than 20 media parts with 422', async () => {
+    const { send } = await testApp()
+    const image = { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ messages: [{ role: 'user', content: Array(21).fill(image) }] })))
+
+    expect(response.status).toBe(422)
+    expect((await response.json()).error.code).toBe('content_limit_exceeded')
+  })
+
+  test('refuses more than 5 MB of decoded media in one message with 422', async () => {
+    const { send } = await testApp()
+    const data = 'A'.repeat(6_700_000)
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${data}` } }] }] })))
+
+    expect(response.status).toBe(422)
+    expect((await response.json()).error).toMatchObject({ code: 'content_limit_exceeded', param: 'messages[0].content' })
+  })
+})
+
+describe('authentication of inference routes', () => {
+  test.each([
+    [{}, 'missing_auth_header'],
+    [{ authorization: 'Basic abc' }, 'missing_auth_header'],
+    [{ authorization: 'Bearer abc' }, 'invalid_api_key_format'],
+    [{ authorization: 'Bearer sk-unknown' }, 'invalid_api_key'],
+  ])('%j answers 401 %s, before the body is validated', async (headers, code) => {
+    const { app } = await testApp()
+
+    const response = await app.handle(new Request('http://localhost/v1/chat/completions', { method: 'POST', headers, body: '{"model":' }))
+
+    expect(response.status).toBe(401)
+    expect((await response.json()).error).toEqual(expect.objectContaining({ code, type: 'authentication_error' }))
+  })
+
+  test.each([
+    [{ revokedAt: Date.now() - 1000 }, 401, 'key_revoked'],
+    [{ expiresAt: Date.now() - 1000 }, 401, 'key_expired'],
+    [{ orgStatus: 'suspended' as const }, 403, 'org_suspended'],
+    [{ scopes: ['embeddings'] }, 403, 'key_scope_insufficient'],
+  ])('a key with %j answers %i %s', async (overrides, status, code) => {
+    const { send } = await testApp({ identity: keyIdentity(overrides) })
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest()))
+
+    expect(response.status).toBe(status)
+    expect((await response.json()).error.code).toBe(code)
+  })
+})
