@@ -1,0 +1,172 @@
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ToolCallDelta } from '@nilegate/shared/schemas/chat'
+import { estimatePromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
+import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
+import { embedText, embedTokenIds } from './hashed-embedding'
+import { planReplies, type SimulatedReply, type SimulatedToolCall } from './simulated-reply'
+
+/** Vector size when neither the request nor the catalog names one. */
+export const defaultEmbeddingDimensions = 1024
+
+type Delta = ChatCompletionChunk['choices'][number]['delta']
+
+interface Envelope {
+  id: string
+  created: number
+  model: string
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('The operation was aborted.', 'AbortError')
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts; leaves no timer or listener behind. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(abortReason(signal))
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(abortReason(signal))
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+/** Waits only when there is something to wait for: with zero delays the simulator never yields to timers. */
+function pause(ms: number, signal: AbortSignal): Promise<void> | null {
+  if (ms > 0) return sleep(ms, signal)
+  if (signal.aborted) throw abortReason(signal)
+  return null
+}
+
+function toolCallHeader(call: SimulatedToolCall, index: number): ToolCallDelta {
+  return { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }
+}
+
+/** The first delta of a choice: the role, plus the first call's header when the answer is tool calls. */
+function openingDelta(reply: SimulatedReply): Delta {
+  if (reply.kind === 'text' || reply.calls.length === 0) return { role: 'assistant', content: reply.kind === 'text' ? '' : null }
+  return { role: 'assistant', content: null, tool_calls: [toolCallHeader(reply.calls[0]!, 0)] }
+}
+
+/** The deltas after the opening one, one token each. */
+function tokenDeltas(reply: SimulatedReply): Delta[] {
+  if (reply.kind === 'text') return reply.pieces.map((piece) => ({ content: piece }))
+  const deltas: Delta[] = []
+  reply.calls.forEach((call, index) => {
+    if (index > 0) deltas.push({ tool_calls: [toolCallHeader(call, index)] })
+    for (const fragment of call.fragments) deltas.push({ tool_calls: [{ index, function: { arguments: fragment } }] })
+  })
+  return deltas
+}
+
+function chunk(envelope: Envelope, index: number, delta: Delta, finishReason: SimulatedReply['finishReason'] | null = null): ChatCompletionChunk {
+  return {
+    id: envelope.id,
+    object: 'chat.completion.chunk',
+    created: envelope.created,
+    model: envelope.model,
+    choices: [{ index, delta, logprobs: null, finish_reason: finishReason }],
+  }
+}
+
+function completionTokens(replies: readonly SimulatedReply[]): number {
+  let tokens = 0
+  for (const reply of replies) tokens += reply.tokens
+  return tokens
+}
+
+function longestReply(replies: readonly SimulatedReply[]): number {
+  let longest = 0
+  for (const reply of replies) longest = Math.max(longest, reply.kind === 'text' ? reply.pieces.length : reply.tokens)
+  return longest
+}
+
+function envelopeFor(call: ProviderCall): Envelope {
+  return { id: `chatcmpl-${call.requestId}`, created: Math.floor(Date.now() / 1000), model: call.model.id }
+}
+
+/**
+ * Streams the replies: after ttftMs each choice's opening chunk and its first token, then one token per
+ * choice every interTokenMs, a final chunk per choice with its finish reason, and one usage chunk.
+ */
+async function* streamReplies(replies: SimulatedReply[], envelope: Envelope, promptTokens: number, call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
+  const { signal } = call
+  const { ttftMs, interTokenMs } = call.deployment.simulator
+  await pause(ttftMs, signal)
+  const deltas = replies.map(tokenDeltas)
+  const rounds = Math.max(1, ...deltas.map((list) => list.length))
+  for (let index = 0; index < replies.length; index++) yield chunk(envelope, index, openingDelta(replies[index]!))
+  for (let round = 0; round < rounds; round++) {
+    if (round > 0) await pause(interTokenMs, signal)
+    for (let index = 0; index < replies.length; index++) {
+      const list = deltas[index]!
+      if (round < list.length) yield chunk(envelope, index, list[round]!)
+      if (round === Math.max(1, list.length) - 1) yield chunk(envelope, index, {}, replies[index]!.finishReason)
+    }
+  }
+  const completion = completionTokens(replies)
+  yield {
+    id: envelope.id,
+    object: 'chat.completion.chunk',
+    created: envelope.created,
+    model: envelope.model,
+    choices: [],
+    usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion },
+  }
+}
+
+function toMessage(reply: SimulatedReply): ChatCompletion['choices'][number]['message'] {
+  if (reply.kind === 'text') return { role: 'assistant', content: reply.pieces.join(''), refusal: null }
+  return {
+    role: 'assistant',
+    content: null,
+    refusal: null,
+    tool_calls: reply.calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.fragments.join('') } })),
+  }
+}
+
+/**
+ * An in-process provider for demos, tests and load tests: deterministic answers derived from the
+ * messages, paced by the deployment's ttftMs and interTokenMs, and hashed embeddings.
+ */
+export class SimulatorProvider implements Provider {
+  async chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion> {
+    const replies = planReplies(body, call.model, call.requestId)
+    const { ttftMs, interTokenMs } = call.deployment.simulator
+    await pause(ttftMs + interTokenMs * Math.max(0, longestReply(replies) - 1), call.signal)
+    const envelope = envelopeFor(call)
+    const promptTokens = estimatePromptTokens(body.messages)
+    const completion = completionTokens(replies)
+    return {
+      id: envelope.id,
+      object: 'chat.completion',
+      created: envelope.created,
+      model: envelope.model,
+      choices: replies.map((reply, index) => ({ index, message: toMessage(reply), logprobs: null, finish_reason: reply.finishReason })),
+      usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion },
+    }
+  }
+
+  async streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>> {
+    if (call.signal.aborted) throw abortReason(call.signal)
+    const replies = planReplies(body, call.model, call.requestId)
+    return streamReplies(replies, envelopeFor(call), estimatePromptTokens(body.messages), call)
+  }
+
+  async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {
+    await pause(call.deployment.simulator.ttftMs, call.signal)
+    const size = dimensions ?? call.model.embeddingDimensions ?? defaultEmbeddingDimensions
+    if (input.kind === 'tokens') {
+      let promptTokens = 0
+      for (const ids of input.items) promptTokens += ids.length
+      return { vectors: input.items.map((ids) => embedTokenIds(ids, size)), promptTokens }
+    }
+    let promptTokens = 0
+    for (const text of input.items) promptTokens += estimateTextTokens(text)
+    return { vectors: input.items.map((text) => embedText(text, size)), promptTokens }
+  }
+}
