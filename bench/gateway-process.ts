@@ -1,0 +1,144 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import type { ProcessGroup } from './process-group'
+
+export interface RunningGateway {
+  /** Ends in /v1. */
+  baseUrl: string
+  pid: number
+  keys: string[]
+  /** The keys, one a line, for the load tools. */
+  keysFile: string
+  /** Ends the gateway gracefully (so a CPU profile gets written) and waits for it. */
+  stop(): Promise<void>
+}
+
+export interface GatewayLaunch {
+  processes: ProcessGroup
+  workDir: string
+  repoDir: string
+  upstreamBaseUrl: string
+  /** How many API keys to create; each comes from its own demo tenant. */
+  keys: number
+  /** Start the gateway under `bun --cpu-prof` and write the profile here. */
+  profileDir: string | null
+}
+
+const samplePrices = { input_price_egp: '30.00', output_price_egp: '90.00', prices_are_samples: true }
+const chatModel = {
+  modality: 'chat',
+  context_window: 131072,
+  max_output_tokens: 8192,
+  region: 'EG',
+  weights: 'Open weights',
+  published: '2024-12-06',
+  ...samplePrices,
+}
+
+/** The catalog file (the format of server/catalog-file.ts): one model per provider under test. */
+export function benchCatalog(upstreamBaseUrl: string) {
+  return {
+    models: [
+      {
+        id: 'bench/upstream-echo',
+        owned_by: 'bench (fake upstream)',
+        ...chatModel,
+        deployments: [{ provider: 'openai-compatible', base_url: upstreamBaseUrl, upstream_model: 'fake-echo' }],
+      },
+      {
+        id: 'bench/simulated',
+        owned_by: 'nilegate (simulator)',
+        ...chatModel,
+        deployments: [{ provider: 'simulator', simulator: { ttft_ms: 0, inter_token_ms: 0 } }],
+      },
+    ],
+  }
+}
+
+function freePort(): number {
+  const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
+  const port = probe.port!
+  probe.stop(true)
+  return port
+}
+
+async function waitUntilListening(baseUrl: string, child: Subprocess, logPath: string, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs
+  while (performance.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`the gateway exited (${child.exitCode ?? child.signalCode}) while starting:\n${(await Bun.file(logPath).text()).slice(-3000)}`)
+    }
+    try {
+      // Any answer, 401 included, means it serves HTTP.
+      await fetch(`${baseUrl}/models`, { signal: AbortSignal.timeout(1_000) })
+      return
+    } catch {
+      await Bun.sleep(100)
+    }
+  }
+  throw new Error(`the gateway did not answer on ${baseUrl} within ${timeoutMs} ms:\n${(await Bun.file(logPath).text()).slice(-3000)}`)
+}
+
+/** Runs `bun server/cli.ts demo --json` against the running gateway and returns the new API key. */
+async function createDemoKey(launch: GatewayLaunch, env: Record<string, string>, index: number): Promise<string> {
+  const logPath = join(launch.workDir, `cli-demo-${index}.out`)
+  const errorLogPath = join(launch.workDir, `cli-demo-${index}.err`)
+  const cmd = ['bun', 'server/cli.ts', 'demo', '--json', '--rpm', '1000000', '--balance-egp', '1000000']
+  const child = launch.processes.spawn(cmd, { env, cwd: launch.repoDir, logPath, errorLogPath })
+  const exitCode = await child.exited
+  const output = await Bun.file(logPath).text()
+  if (exitCode !== 0) throw new Error(`${cmd.join(' ')} exited with ${exitCode}:\n${output}${await Bun.file(errorLogPath).text()}`)
+  const demo = JSON.parse(output.slice(output.indexOf('{'), output.lastIndexOf('}') + 1)) as { api_key?: unknown }
+  if (typeof demo.api_key !== 'string') throw new Error(`${cmd.join(' ')} printed no api_key:\n${output}`)
+  return demo.api_key
+}
+
+/** Starts `bun server/main.ts` on a free port with a temporary DATA_DIR and the bench catalog, and makes keys. */
+export async function startGateway(launch: GatewayLaunch): Promise<RunningGateway> {
+  const catalogPath = join(launch.workDir, 'catalog.json')
+  await Bun.write(catalogPath, JSON.stringify(benchCatalog(launch.upstreamBaseUrl), null, 2))
+  const port = freePort()
+  // The embedded defaults, whatever the calling shell has set.
+  const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = Bun.env
+  const env = {
+    ...inherited,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATA_DIR: join(launch.workDir, 'data'),
+    NILEGATE_CONFIG: catalogPath,
+  } as Record<string, string>
+  const profile = launch.profileDir ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${launch.profileDir}`] : []
+  if (launch.profileDir) mkdirSync(launch.profileDir, { recursive: true })
+  const logPath = join(launch.workDir, 'gateway.log')
+  const child = launch.processes.spawn(['bun', ...profile, 'server/main.ts'], { env, cwd: launch.repoDir, logPath })
+  const baseUrl = `http://127.0.0.1:${port}/v1`
+  await waitUntilListening(baseUrl, child, logPath, 60_000)
+
+  // A handful at a time: each spawns bun, and the gateway hashes a password per tenant.
+  const keys: string[] = []
+  for (let first = 0; first < launch.keys; first += 4) {
+    const batch = Array.from({ length: Math.min(4, launch.keys - first) }, (_, offset) => createDemoKey(launch, env, first + offset))
+    keys.push(...(await Promise.all(batch)))
+  }
+  const keysFile = join(launch.workDir, 'keys.txt')
+  await Bun.write(keysFile, keys.join('\n') + '\n')
+
+  const models = await fetch(`${baseUrl}/models`, { headers: { authorization: `Bearer ${keys[0]}` } })
+  const listed = await models.text()
+  if (models.status !== 200 || !listed.includes('bench/upstream-echo') || !listed.includes('bench/simulated')) {
+    throw new Error(`GET /v1/models does not list the bench models (status ${models.status}): ${listed.slice(0, 500)}`)
+  }
+
+  return {
+    baseUrl,
+    pid: child.pid,
+    keys,
+    keysFile,
+    async stop() {
+      child.kill('SIGTERM')
+      const exited = await Promise.race([child.exited.then(() => true), Bun.sleep(10_000).then(() => false)])
+      if (!exited) child.kill('SIGKILL')
+    },
+  }
+}

@@ -1,0 +1,63 @@
+import type { Subprocess } from 'bun'
+
+/**
+ * The child processes of one bench run. Each is ended by its own pid, on success, on failure and on
+ * Ctrl-C, so a run never leaves a gateway or an upstream behind.
+ */
+export class ProcessGroup {
+  private readonly children = new Set<Subprocess>()
+
+  /** Starts `cmd` with its output written to `logPath` (stderr to `errorLogPath` when given). */
+  spawn(cmd: string[], options: { env?: Record<string, string>; logPath: string; errorLogPath?: string; cwd?: string }): Subprocess {
+    const log = Bun.file(options.logPath)
+    const errorLog = options.errorLogPath ? Bun.file(options.errorLogPath) : log
+    const child = Bun.spawn(cmd, { env: options.env, cwd: options.cwd, stdin: 'ignore', stdout: log, stderr: errorLog })
+    this.children.add(child)
+    child.exited.finally(() => this.children.delete(child))
+    return child
+  }
+
+  /** SIGTERM to each child, SIGKILL to those still running after `graceMs`. */
+  async stopAll(graceMs = 3_000): Promise<void> {
+    const running = [...this.children]
+    for (const child of running) child.kill('SIGTERM')
+    const timeout = Bun.sleep(graceMs).then(() => 'timeout' as const)
+    await Promise.all(
+      running.map(async (child) => {
+        if ((await Promise.race([child.exited, timeout])) === 'timeout') child.kill('SIGKILL')
+      }),
+    )
+  }
+
+  /** Last resort from a synchronous exit handler. */
+  killAllNow(): void {
+    for (const child of this.children) child.kill('SIGKILL')
+  }
+}
+
+/** Waits until `logPath` contains a match of `pattern`; fails when `child` exits first or time runs out. */
+export async function waitForLogLine(logPath: string, pattern: RegExp, child: Subprocess, timeoutMs: number): Promise<RegExpMatchArray> {
+  const deadline = performance.now() + timeoutMs
+  while (performance.now() < deadline) {
+    const text = await Bun.file(logPath).text().catch(() => '')
+    const match = text.match(pattern)
+    if (match) return match
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${logPath}: the process exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${text.slice(-3000)}`)
+    }
+    await Bun.sleep(50)
+  }
+  throw new Error(`${logPath}: nothing matched ${pattern} within ${timeoutMs} ms`)
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; null where that is not readable. */
+export async function cpuSeconds(pid: number): Promise<number | null> {
+  try {
+    const stat = await Bun.file(`/proc/${pid}/stat`).text()
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (clock ticks).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,141 @@
+import { requestsPerSecond, totalErrors, type LoadResult } from './load-result'
+import type { LoadTool } from './load-tool'
+import type { MachineInfo } from './machine-info'
+import type { TtfbResult } from './ttfb'
+
+/** One throughput scenario: measured, failed before measuring, or skipped. */
+export interface ScenarioOutcome {
+  id: 'a' | 'b' | 'c'
+  label: string
+  result: LoadResult | null
+  /** Why it was not measured: the gateway is missing, or the check request failed. */
+  notMeasured: string | null
+  /** Share of one core used during the measurement, per process. */
+  cpuPercent: { gateway: number | null; upstream: number | null }
+}
+
+export interface BenchReport {
+  date: Date
+  machine: MachineInfo
+  tool: LoadTool
+  settings: { durationS: number; connections: number; threads: number; keys: number; ttfbRequests: number }
+  scenarios: ScenarioOutcome[]
+  ttfb: TtfbResult[]
+  notes: string[]
+}
+
+/** What the team is judged on. */
+export const targets = { minThroughputShare: 0.3, maxGatewayP99Ms: 10, maxAddedTtfbMs: 1 }
+
+const ms = (us: number) => (us / 1000).toFixed(2)
+const fixed = (value: number, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a')
+const percent = (share: number) => `${(share * 100).toFixed(0)}%`
+
+function errorCell(result: LoadResult): string {
+  const total = totalErrors(result)
+  if (total === 0) return '0'
+  const parts = Object.entries(result.errors).filter(([, count]) => count > 0).map(([kind, count]) => `${kind} ${count}`)
+  return `**${total}** (${parts.join(', ')})`
+}
+
+function throughputTable(report: BenchReport): string[] {
+  const direct = report.scenarios.find((scenario) => scenario.id === 'a')?.result
+  const lines = [
+    '| scenario | req/s | p50 ms | p90 ms | p99 ms | errors | vs (a) | CPU gateway | CPU upstream |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ]
+  for (const scenario of report.scenarios) {
+    const { result } = scenario
+    if (!result) {
+      lines.push(`| (${scenario.id}) ${scenario.label} | ${scenario.notMeasured ?? 'not measured'} | | | | | | | |`)
+      continue
+    }
+    const share = direct ? percent(requestsPerSecond(result) / requestsPerSecond(direct)) : 'n/a'
+    const cpu = (value: number | null) => (value === null ? '-' : `${value.toFixed(0)}%`)
+    lines.push(
+      `| (${scenario.id}) ${scenario.label} | ${requestsPerSecond(result).toFixed(0)} | ${ms(result.latency_us.p50)} | ` +
+        `${ms(result.latency_us.p90)} | ${ms(result.latency_us.p99)} | ${errorCell(result)} | ${share} | ` +
+        `${cpu(scenario.cpuPercent.gateway)} | ${cpu(scenario.cpuPercent.upstream)} |`,
+    )
+  }
+  return lines
+}
+
+function ttfbTable(report: BenchReport): string[] {
+  if (report.ttfb.length === 0) return []
+  const direct = report.ttfb[0]!
+  const lines = [
+    '| streamed, one at a time | first byte p50 ms | first byte p90 ms | whole stream p50 ms | whole stream p90 ms | added first byte p50 ms | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ]
+  for (const [index, row] of report.ttfb.entries()) {
+    const added = index === 0 ? '-' : fixed(row.ttfbMs.p50 - direct.ttfbMs.p50, 3)
+    const errors = row.errors === 0 ? '0' : `**${row.errors}** (${row.firstError ?? ''})`
+    lines.push(
+      `| ${row.name} | ${fixed(row.ttfbMs.p50, 3)} | ${fixed(row.ttfbMs.p90, 3)} | ${fixed(row.totalMs.p50, 3)} | ` +
+        `${fixed(row.totalMs.p90, 3)} | ${added} | ${errors} |`,
+    )
+  }
+  return lines
+}
+
+/** Targets met or missed, one line each; empty when the gateway was not measured. */
+export function checkTargets(report: BenchReport): string[] {
+  const byId = (id: ScenarioOutcome['id']) => report.scenarios.find((scenario) => scenario.id === id)?.result ?? null
+  const direct = byId('a')
+  const viaUpstream = byId('b')
+  const lines: string[] = []
+  const mark = (isMet: boolean) => (isMet ? 'met' : '**MISSED**')
+  if (direct && viaUpstream) {
+    const share = requestsPerSecond(viaUpstream) / requestsPerSecond(direct)
+    lines.push(`- throughput through the gateway >= ${percent(targets.minThroughputShare)} of direct: ${percent(share)}, ${mark(share >= targets.minThroughputShare)}`)
+  }
+  for (const id of ['b', 'c'] as const) {
+    const result = byId(id)
+    if (!result) continue
+    const p99Ms = result.latency_us.p99 / 1000
+    lines.push(`- gateway p99 < ${targets.maxGatewayP99Ms} ms (${id}): ${p99Ms.toFixed(2)} ms, ${mark(p99Ms < targets.maxGatewayP99Ms)}`)
+  }
+  const viaGatewayTtfb = report.ttfb[1]
+  if (report.ttfb[0] && viaGatewayTtfb && viaGatewayTtfb.samples > 0) {
+    const added = viaGatewayTtfb.ttfbMs.p50 - report.ttfb[0].ttfbMs.p50
+    lines.push(`- added time to first byte < ${targets.maxAddedTtfbMs} ms at the median: ${added.toFixed(3)} ms, ${mark(added < targets.maxAddedTtfbMs)}`)
+  }
+  return lines
+}
+
+/** Requests that failed anywhere in the run; a run with any is flagged. */
+export function countErrors(report: BenchReport): number {
+  const load = report.scenarios.reduce((sum, scenario) => sum + (scenario.result ? totalErrors(scenario.result) : 0), 0)
+  const failedChecks = report.scenarios.filter((scenario) => scenario.result === null && scenario.notMeasured?.startsWith('FAILED')).length
+  return load + failedChecks + report.ttfb.reduce((sum, row) => sum + row.errors, 0)
+}
+
+/** The whole report as markdown: the same text is printed and written to bench/RESULTS.md. */
+export function renderReport(report: BenchReport): string {
+  const { machine, settings } = report
+  const errors = countErrors(report)
+  const targetLines = checkTargets(report)
+  return [
+    '# Benchmark of the inference core',
+    '',
+    `Made by \`bun bench/run.ts\` on ${report.date.toISOString().replace(/\.\d+Z$/, 'Z')}, commit ${machine.commit}.`,
+    '',
+    `- machine: ${machine.cores} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.kernel}`,
+    `- bun ${machine.bunVersion}; load tool: ${report.tool.description}` + (report.tool.name === 'wrk' ? `, ${settings.threads} thread(s)` : ''),
+    `- each scenario: ${settings.connections} keep-alive connections for ${settings.durationS} s after a warm-up, ` +
+      `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn`,
+    '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
+    '',
+    errors > 0 ? `**FLAGGED: ${errors} failed request(s) or check(s) in this run; the numbers below are not clean.**\n` : '',
+    ...throughputTable(report),
+    '',
+    ...(report.ttfb.length > 0
+      ? [`Time to first byte: ${settings.ttfbRequests} sequential streamed requests per row (after a warm-up), rows taken in turns.`, '', ...ttfbTable(report), '']
+      : []),
+    ...(targetLines.length > 0 ? ['Targets:', '', ...targetLines, ''] : []),
+    ...(report.notes.length > 0 ? ['Notes:', '', ...report.notes.map((note) => `- ${note}`), ''] : []),
+  ]
+    .filter((line, index, lines) => !(line === '' && lines[index - 1] === ''))
+    .join('\n')
+}

@@ -1,0 +1,229 @@
+// The benchmark of the inference core, in one run: non-streamed chat (a) straight to a fake upstream,
+// (b) through the gateway to that upstream, (c) through the gateway on its simulator; then the time to
+// first streamed byte, direct and through the gateway. Prints a table and writes bench/RESULTS.md.
+//
+//   bun bench/run.ts [--duration 10] [--connections 50] [--threads 1] [--tool wrk|bun] [--keys N]
+//                    [--ttfb-requests 200] [--out bench/RESULTS.md | --no-write] [--profile DIR] [--keep-temp]
+//
+// The gateway is only ever spawned (`bun server/main.ts`, `bun server/cli.ts demo --json`), never imported.
+
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { chooseLoadTool, runLoadTool, type LoadTool, type LoadToolName } from './load-tool'
+import { readMachineInfo } from './machine-info'
+import { cpuSeconds, ProcessGroup } from './process-group'
+import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
+import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
+import { startGateway, type RunningGateway } from './gateway-process'
+import { startUpstream, type RunningUpstream } from './upstream-process'
+
+interface Options {
+  durationS: number
+  connections: number
+  threads: number
+  tool: LoadToolName | null
+  keys: number
+  ttfbRequests: number
+  ttfbWarmup: number
+  outPath: string | null
+  profileDir: string | null
+  keepTemp: boolean
+}
+
+const repoDir = resolve(import.meta.dir, '..')
+
+function parseOptions(args: string[]): Options {
+  const value = (name: string) => {
+    const index = args.indexOf(`--${name}`)
+    return index >= 0 ? args[index + 1] : undefined
+  }
+  const count = (name: string, fallback: number, minimum = 1) => {
+    const raw = value(name)
+    const parsed = raw === undefined ? fallback : Number(raw)
+    if (!Number.isInteger(parsed) || parsed < minimum) throw new Error(`--${name} must be an integer >= ${minimum}, got ${raw}`)
+    return parsed
+  }
+  const tool = value('tool')
+  if (tool !== undefined && tool !== 'wrk' && tool !== 'bun') throw new Error(`--tool must be wrk or bun, got ${tool}`)
+  const profile = value('profile')
+  return {
+    durationS: count('duration', 10),
+    connections: count('connections', 50),
+    threads: count('threads', 1),
+    tool: tool ?? null,
+    keys: count('keys', 64),
+    ttfbRequests: count('ttfb-requests', 200),
+    ttfbWarmup: count('ttfb-warmup', 20, 0),
+    outPath: args.includes('--no-write') ? null : resolve(value('out') ?? join(repoDir, 'bench', 'RESULTS.md')),
+    profileDir: profile ? resolve(profile) : null,
+    keepTemp: args.includes('--keep-temp'),
+  }
+}
+
+function chatBody(model: string): string {
+  return JSON.stringify({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say something short.' }] })
+}
+
+/** One request before the load: a 200 with a whole 16-token completion, or the reason it is not. */
+async function checkChat(url: string, body: string, key: string | null): Promise<string | null> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (key) headers.authorization = `Bearer ${key}`
+  try {
+    const response = await fetch(url, { method: 'POST', body, headers, signal: AbortSignal.timeout(10_000) })
+    const text = await response.text()
+    if (response.status !== 200) return `status ${response.status}: ${text.slice(0, 300)}`
+    const answer = JSON.parse(text)
+    if (answer.object !== 'chat.completion' || typeof answer.choices?.[0]?.message?.content !== 'string') return `not a chat.completion: ${text.slice(0, 300)}`
+    if (answer.usage?.completion_tokens !== 16) return `expected 16 completion tokens, got ${answer.usage?.completion_tokens}`
+    return null
+  } catch (error) {
+    return (error as Error).message
+  }
+}
+
+interface Scenario {
+  id: ScenarioOutcome['id']
+  label: string
+  url: string
+  bodyFile: string
+  keysFile: string | null
+  firstKey: string | null
+}
+
+async function measureScenario(
+  scenario: Scenario,
+  context: { tool: LoadTool; options: Options; processes: ProcessGroup; workDir: string; pids: { gateway: number | null; upstream: number } },
+): Promise<ScenarioOutcome> {
+  const { tool, options, processes, workDir, pids } = context
+  const outcome: ScenarioOutcome = { id: scenario.id, label: scenario.label, result: null, notMeasured: null, cpuPercent: { gateway: null, upstream: null } }
+  const problem = await checkChat(scenario.url, await Bun.file(scenario.bodyFile).text(), scenario.firstKey)
+  if (problem) {
+    outcome.notMeasured = `FAILED check: ${problem.replaceAll('|', '/').replaceAll('\n', ' ')}`
+    return outcome
+  }
+  const run = { url: scenario.url, bodyFile: scenario.bodyFile, keysFile: scenario.keysFile, connections: options.connections, threads: options.threads }
+  const warmupS = Math.max(1, Math.min(3, Math.round(options.durationS / 5)))
+  await runLoadTool(tool, { ...run, durationS: warmupS, logPath: join(workDir, `load-${scenario.id}-warmup.log`) }, processes)
+
+  const startedAt = performance.now()
+  const cpuBefore = { gateway: pids.gateway ? await cpuSeconds(pids.gateway) : null, upstream: await cpuSeconds(pids.upstream) }
+  outcome.result = await runLoadTool(tool, { ...run, durationS: options.durationS, logPath: join(workDir, `load-${scenario.id}.log`) }, processes)
+  const wallS = (performance.now() - startedAt) / 1000
+  const share = async (pid: number | null, before: number | null) => {
+    const after = pid ? await cpuSeconds(pid) : null
+    return after === null || before === null ? null : ((after - before) / wallS) * 100
+  }
+  outcome.cpuPercent = { gateway: await share(pids.gateway, cpuBefore.gateway), upstream: await share(pids.upstream, cpuBefore.upstream) }
+  return outcome
+}
+
+async function main(options: Options, processes: ProcessGroup, workDir: string): Promise<number> {
+  const tool = await chooseLoadTool(options.tool)
+  console.error(`load tool: ${tool.description}`)
+  const notes: string[] = []
+  // Other work on the machine skews every number; say so in the results.
+  const [loadBefore] = loadavg()
+  if (loadBefore! > 0.5) notes.push(`The machine was busy before the run: load average ${loadBefore!.toFixed(2)} over the last minute.`)
+
+  const upstream: RunningUpstream = await startUpstream(processes, workDir)
+  console.error(`fake upstream: ${upstream.baseUrl}`)
+
+  let gateway: RunningGateway | null = null
+  const gatewayMissing = ['server/main.ts', 'server/cli.ts'].filter((path) => !existsSync(join(repoDir, path)))
+  if (gatewayMissing.length === 0) {
+    gateway = await startGateway({ processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: options.keys, profileDir: options.profileDir })
+    console.error(`gateway: ${gateway.baseUrl} with ${gateway.keys.length} API key(s)`)
+  } else {
+    notes.push(`The gateway was not measured: ${gatewayMissing.join(' and ')} not found.`)
+  }
+
+  const files = {
+    direct: join(workDir, 'body-direct.json'),
+    viaUpstream: join(workDir, 'body-gateway-upstream.json'),
+    viaSimulator: join(workDir, 'body-gateway-simulator.json'),
+  }
+  await Bun.write(files.direct, chatBody('fake-echo'))
+  await Bun.write(files.viaUpstream, chatBody('bench/upstream-echo'))
+  await Bun.write(files.viaSimulator, chatBody('bench/simulated'))
+
+  const scenarios: Scenario[] = [
+    { id: 'a', label: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null },
+  ]
+  if (gateway) {
+    const common = { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
+    scenarios.push({ id: 'b', label: 'gateway to the fake upstream', bodyFile: files.viaUpstream, ...common })
+    scenarios.push({ id: 'c', label: 'gateway on the simulator', bodyFile: files.viaSimulator, ...common })
+  }
+
+  const outcomes: ScenarioOutcome[] = []
+  const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid }
+  for (const scenario of scenarios) {
+    console.error(`measuring (${scenario.id}) ${scenario.label} for ${options.durationS} s ...`)
+    outcomes.push(await measureScenario(scenario, { tool, options, processes, workDir, pids }))
+  }
+  for (const id of ['b', 'c'] as const) {
+    if (!gateway) outcomes.push({ id, label: id === 'b' ? 'gateway to the fake upstream' : 'gateway on the simulator', result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, upstream: null } })
+  }
+
+  console.error(`measuring time to first byte (${options.ttfbRequests} streamed requests per target) ...`)
+  const ttfbTargets: TtfbTarget[] = [{ name: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, body: streamedChatBody('fake-echo') }]
+  if (gateway) {
+    const url = `${gateway.baseUrl}/chat/completions`
+    ttfbTargets.push({ name: 'gateway to the fake upstream', url, body: streamedChatBody('bench/upstream-echo'), key: gateway.keys[0] })
+    ttfbTargets.push({ name: 'gateway on the simulator', url, body: streamedChatBody('bench/simulated'), key: gateway.keys[0] })
+  }
+  const ttfb = await measureTtfb(ttfbTargets, options.ttfbRequests, options.ttfbWarmup)
+
+  if (gateway && options.profileDir) {
+    await gateway.stop()
+    notes.push(`CPU profile of the gateway written to ${options.profileDir}.`)
+  }
+
+  const report: BenchReport = {
+    date: new Date(),
+    machine: readMachineInfo(repoDir),
+    tool,
+    settings: { durationS: options.durationS, connections: options.connections, threads: options.threads, keys: gateway?.keys.length ?? 0, ttfbRequests: options.ttfbRequests },
+    scenarios: outcomes,
+    ttfb,
+    notes,
+  }
+  const markdown = renderReport(report)
+  console.log(markdown)
+  if (options.outPath) {
+    await Bun.write(options.outPath, markdown + '\n')
+    console.error(`written to ${options.outPath}`)
+  }
+  return countErrors(report) > 0 ? 1 : 0
+}
+
+if (import.meta.main) {
+  const options = parseOptions(Bun.argv.slice(2))
+  const workDir = mkdtempSync(join(tmpdir(), 'nilegate-bench-'))
+  const processes = new ProcessGroup()
+  let isCleaning = false
+  const cleanup = async () => {
+    if (isCleaning) return
+    isCleaning = true
+    await processes.stopAll()
+    if (options.keepTemp) console.error(`temporary files kept in ${workDir}`)
+    else rmSync(workDir, { recursive: true, force: true })
+  }
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.on(signal, () => void cleanup().finally(() => process.exit(code)))
+  }
+  process.on('exit', () => processes.killAllNow())
+
+  let exitCode = 1
+  try {
+    exitCode = await main(options, processes, workDir)
+  } catch (error) {
+    console.error(`bench failed: ${(error as Error).stack ?? error}`)
+    console.error(`logs: ${workDir} (kept)`)
+    options.keepTemp = true
+  } finally {
+    await cleanup()
+  }
+  process.exit(exitCode)
+}

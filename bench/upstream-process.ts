@@ -1,0 +1,19 @@
+import { join } from 'node:path'
+import { ProcessGroup, waitForLogLine } from './process-group'
+
+export interface RunningUpstream {
+  /** Ends in /v1, as OpenAI-compatible base URLs do. */
+  baseUrl: string
+  pid: number
+}
+
+/** Starts bench/fake-upstream.ts in its own process on a free port (no delays). */
+export async function startUpstream(processes: ProcessGroup, workDir: string): Promise<RunningUpstream> {
+  const logPath = join(workDir, 'fake-upstream.log')
+  const child = processes.spawn(['bun', join(import.meta.dir, 'fake-upstream.ts'), '--port', '0', '--ttft-ms', '0', '--chunk-delay-ms', '0'], {
+    env: { ...Bun.env } as Record<string, string>,
+    logPath,
+  })
+  const [, baseUrl] = await waitForLogLine(logPath, /listening on (http:\/\/\S+\/v1)/, child, 15_000)
+  return { baseUrl: baseUrl!, pid: child.pid }
+}
