@@ -203,6 +203,7 @@ if (import.meta.main) {
   const workDir = mkdtempSync(join(tmpdir(), 'nilegate-bench-'))
   const processes = new ProcessGroup()
   let isCleaning = false
+  let isInterrupted = false
   const cleanup = async () => {
     if (isCleaning) return
     isCleaning = true
@@ -211,7 +212,10 @@ if (import.meta.main) {
     else rmSync(workDir, { recursive: true, force: true })
   }
   for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-    process.on(signal, () => void cleanup().finally(() => process.exit(code)))
+    process.on(signal, () => {
+      isInterrupted = true
+      void cleanup().finally(() => process.exit(code))
+    })
   }
   process.on('exit', () => processes.killAllNow())
 
@@ -219,9 +223,13 @@ if (import.meta.main) {
   try {
     exitCode = await main(options, processes, workDir)
   } catch (error) {
-    console.error(`bench failed: ${(error as Error).stack ?? error}`)
-    console.error(`logs: ${workDir} (kept)`)
-    options.keepTemp = true
+    if (isInterrupted) {
+      console.error('bench interrupted')
+    } else {
+      console.error(`bench failed: ${(error as Error).stack ?? error}`)
+      console.error(`logs: ${workDir} (kept)`)
+      options.keepTemp = true
+    }
   } finally {
     await cleanup()
   }
