@@ -1,0 +1,109 @@
+import { mkdirSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
+import postgres from 'postgres'
+import type { IdentityStore, UsageRepository } from '../../core/ports'
+import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoTenant, type DemoTenantOptions } from './demo-tenant'
+import type { Drizzle } from './drizzle'
+import { createIdentityRepository } from './identity-repository'
+import * as schema from './schema'
+import { createUsageRepository } from './usage-repository'
+
+export type { DemoTenant, DemoTenantOptions } from './demo-tenant'
+export type { Drizzle } from './drizzle'
+
+export interface DatabaseOptions {
+  /** Postgres via postgres.js when set; otherwise the embedded PGlite under `dataDir`. */
+  databaseUrl: string | null
+  dataDir: string
+  /** Connections in the postgres.js pool. */
+  poolSize?: number
+}
+
+/** The governance database, opened and migrated. */
+export interface Database {
+  readonly kind: 'pglite' | 'postgres'
+  /** For repositories built on top of these tables. */
+  readonly drizzle: Drizzle
+  readonly identities: IdentityStore
+  readonly usage: UsageRepository
+  createDemoTenant(options?: DemoTenantOptions): Promise<DemoTenant>
+  hasOrganizations(): Promise<boolean>
+  /** Applies migrations that are missing; `openDatabase` already did, so this is a no-op unless the folder changed. */
+  migrate(): Promise<void>
+  close(): Promise<void>
+}
+
+const migrationsFolder = join(import.meta.dir, 'migrations')
+const defaultPoolSize = 10
+// Serialises migrations of gateways starting together on one Postgres database.
+const migrationLockKey = 7_202_544_016
+
+/**
+ * Opens PGlite in `<dataDir>/pglite` or Postgres at `databaseUrl`, and applies the migrations.
+ * The embedded database allows one process at a time: hold the data-dir lock (data-dir-lock.ts) first.
+ */
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const database = options.databaseUrl === null ? await openPglite(options.dataDir) : openPostgres(options.databaseUrl, options.poolSize)
+  try {
+    await database.migrate()
+  } catch (error) {
+    await database.close()
+    throw error
+  }
+  return database
+}
+
+/** Creates a demo tenant when the database has no organization yet; returns it, or null. */
+export function seedDemoIfEmpty(database: Database, options: DemoTenantOptions = {}): Promise<DemoTenant | null> {
+  return createDemoTenantIfEmpty(database.drizzle, options)
+}
+
+async function openPglite(dataDir: string): Promise<Database> {
+  const directory = resolve(dataDir, 'pglite')
+  mkdirSync(directory, { recursive: true, mode: 0o700 })
+  const client = new PGlite(directory)
+  await client.waitReady
+  const db = drizzlePglite({ client, schema })
+  return buildDatabase('pglite', db, {
+    migrate: () => migratePglite(db, { migrationsFolder }),
+    close: () => client.close(),
+  })
+}
+
+function openPostgres(databaseUrl: string, poolSize = defaultPoolSize): Database {
+  const client = postgres(databaseUrl, { max: poolSize, onnotice: () => {}, connection: { application_name: 'nilegate' } })
+  const db = drizzlePostgres({ client, schema })
+  return buildDatabase('postgres', db, {
+    migrate: () => migratePostgresExclusively(databaseUrl),
+    close: () => client.end({ timeout: 5 }),
+  })
+}
+
+// A session-level advisory lock on a dedicated connection; ending the connection releases it.
+async function migratePostgresExclusively(databaseUrl: string): Promise<void> {
+  const client = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+  try {
+    await client`select pg_advisory_lock(${migrationLockKey})`
+    await migratePostgres(drizzlePostgres({ client }), { migrationsFolder })
+  } finally {
+    await client.end({ timeout: 5 })
+  }
+}
+
+function buildDatabase(kind: Database['kind'], db: Drizzle, lifecycle: { migrate(): Promise<void>; close(): Promise<void> }): Database {
+  return {
+    kind,
+    drizzle: db,
+    identities: createIdentityRepository(db),
+    usage: createUsageRepository(db),
+    createDemoTenant: (options) => createDemoTenant(db, options),
+    hasOrganizations: () => hasOrganizations(db),
+    migrate: lifecycle.migrate,
+    close: lifecycle.close,
+  }
+}

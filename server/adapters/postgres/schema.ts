@@ -1,0 +1,176 @@
+import { sql } from 'drizzle-orm'
+import { bigint, boolean, check, foreignKey, index, integer, pgTable, primaryKey, text, timestamp, unique } from 'drizzle-orm/pg-core'
+
+/** Plan tiers; each has a default RPM ceiling. */
+export type PlanTier = 'free' | 'developer' | 'team' | 'enterprise'
+export type OrganizationStatus = 'active' | 'suspended'
+export type MembershipRole = 'owner' | 'admin' | 'member' | 'reader'
+/** Why credit moved. Open-ended on purpose: the billing ledger adds kinds. */
+export type CreditTransactionKind = 'demo_credit' | 'top_up' | 'adjustment' | 'refund'
+
+const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
+const nullableTimestamp = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
+const micros = (name: string) => bigint(name, { mode: 'bigint' })
+
+export const organizations = pgTable(
+  'organizations',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    planTier: text('plan_tier').$type<PlanTier>().notNull().default('developer'),
+    /** Replaces the plan's RPM ceiling for every key of the organization when set. */
+    customRpmCeiling: integer('custom_rpm_ceiling'),
+    status: text('status').$type<OrganizationStatus>().notNull().default('active'),
+    /** Live prepaid credit in micro-EGP; the ledger is the record it is reconciled against. */
+    balanceMicros: micros('balance_micros').notNull().default(sql`0`),
+    /** IANA zone in which monthly caps reset. */
+    billingTimeZone: text('billing_time_zone').notNull().default('Africa/Cairo'),
+    /** Data residency: only deployments in this region may serve the organization. */
+    requiresRegion: text('requires_region'),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    check('organizations_plan_tier_check', sql`${table.planTier} in ('free', 'developer', 'team', 'enterprise')`),
+    check('organizations_status_check', sql`${table.status} in ('active', 'suspended')`),
+    check('organizations_custom_rpm_ceiling_check', sql`${table.customRpmCeiling} > 0`),
+  ],
+)
+
+export const users = pgTable(
+  'users',
+  {
+    id: text('id').primaryKey(),
+    /** Stored lower-cased so that uniqueness ignores case. */
+    email: text('email').notNull().unique('users_email_unique'),
+    passwordHash: text('password_hash').notNull(),
+    emailVerifiedAt: nullableTimestamp('email_verified_at'),
+    isOperator: boolean('is_operator').notNull().default(false),
+    disabledAt: nullableTimestamp('disabled_at'),
+    createdAt: createdAt(),
+  },
+  (table) => [check('users_email_lower_case_check', sql`${table.email} = lower(${table.email})`)],
+)
+
+export const memberships = pgTable(
+  'memberships',
+  {
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role').$type<MembershipRole>().notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    primaryKey({ name: 'memberships_pkey', columns: [table.orgId, table.userId] }),
+    index('memberships_user_id_index').on(table.userId),
+    check('memberships_role_check', sql`${table.role} in ('owner', 'admin', 'member', 'reader')`),
+  ],
+)
+
+export const projects = pgTable(
+  'projects',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    monthlySpendCapMicros: micros('monthly_spend_cap_micros'),
+    rpmOverride: integer('rpm_override'),
+    /** Model ids the project may call; null allows every model of the organization. */
+    enabledModels: text('enabled_models').array(),
+    archivedAt: nullableTimestamp('archived_at'),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    unique('projects_org_id_name_unique').on(table.orgId, table.name),
+    // Target of api_keys' composite foreign key: a key's project belongs to the key's organization.
+    unique('projects_id_org_id_unique').on(table.id, table.orgId),
+    check('projects_rpm_override_check', sql`${table.rpmOverride} > 0`),
+    check('projects_monthly_spend_cap_check', sql`${table.monthlySpendCapMicros} >= 0`),
+  ],
+)
+
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    projectId: text('project_id').notNull(),
+    name: text('name').notNull(),
+    /** SHA-256 hex of the secret; the secret itself is never stored. */
+    secretHash: text('secret_hash').notNull().unique('api_keys_secret_hash_unique'),
+    /** What lists show, like `sk-AbCd...WxYz`. */
+    displayPrefix: text('display_prefix').notNull(),
+    createdByUserId: text('created_by_user_id').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: createdAt(),
+    expiresAt: nullableTimestamp('expires_at'),
+    revokedAt: nullableTimestamp('revoked_at'),
+    lastUsedAt: nullableTimestamp('last_used_at'),
+    rpmLimit: integer('rpm_limit'),
+    monthlySpendCapMicros: micros('monthly_spend_cap_micros'),
+    /** CIDRs (v4 and v6) the key may be used from; empty allows every address. */
+    ipAllowList: text('ip_allow_list').array().notNull().default(sql`'{}'::text[]`),
+    scopes: text('scopes').array().notNull().default(sql`'{}'::text[]`),
+  },
+  (table) => [
+    foreignKey({
+      name: 'api_keys_project_in_org_fk',
+      columns: [table.projectId, table.orgId],
+      foreignColumns: [projects.id, projects.orgId],
+    }).onDelete('cascade'),
+    index('api_keys_org_id_index').on(table.orgId),
+    index('api_keys_project_id_index').on(table.projectId),
+    check('api_keys_rpm_limit_check', sql`${table.rpmLimit} > 0`),
+    check('api_keys_monthly_spend_cap_check', sql`${table.monthlySpendCapMicros} >= 0`),
+  ],
+)
+
+export const creditTransactions = pgTable(
+  'credit_transactions',
+  {
+    id: text('id').primaryKey(),
+    // No cascade: deleting an organization must not silently delete its money records.
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    /** Positive adds credit, negative removes it. */
+    amountMicros: micros('amount_micros').notNull(),
+    kind: text('kind').$type<CreditTransactionKind>().notNull(),
+    /** Makes a retried grant a no-op; null for grants that need no such guard. */
+    idempotencyKey: text('idempotency_key').unique('credit_transactions_idempotency_key_unique'),
+    note: text('note'),
+    createdAt: createdAt(),
+  },
+  (table) => [index('credit_transactions_org_id_created_at_index').on(table.orgId, table.createdAt)],
+)
+
+/**
+ * One row per request, written in batches off the hot path. No foreign keys: an append-only log
+ * whose batch insert must never fail because of one odd row, and which outlives what it refers to.
+ */
+export const usageEvents = pgTable(
+  'usage_events',
+  {
+    requestId: text('request_id').primaryKey(),
+    orgId: text('org_id').notNull(),
+    projectId: text('project_id').notNull(),
+    keyId: text('key_id').notNull(),
+    model: text('model').notNull(),
+    endpoint: text('endpoint').$type<'chat.completions' | 'embeddings'>().notNull(),
+    stream: boolean('stream').notNull(),
+    promptTokens: integer('prompt_tokens').notNull(),
+    completionTokens: integer('completion_tokens').notNull(),
+    costMicros: micros('cost_micros').notNull(),
+    status: integer('status').notNull(),
+    latencyMs: integer('latency_ms').notNull(),
+    region: text('region'),
+    createdAt: createdAt(),
+  },
+  (table) => [index('usage_events_org_id_created_at_index').on(table.orgId, table.createdAt)],
+)

@@ -1,0 +1,63 @@
+import { expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { openDatabase, seedDemoIfEmpty, type Database } from '../../../../server/adapters/postgres/database'
+import journal from '../../../../server/adapters/postgres/migrations/meta/_journal.json'
+import { describeEachDatabase } from '../../../support/databases'
+
+const migrationCount = journal.entries.length
+
+describeEachDatabase('openDatabase', (context) => {
+  test('seeds exactly one demo tenant on an empty database, even when asked concurrently', async () => {
+    const { db } = context.current
+    const before = await db.hasOrganizations()
+
+    const seeded = await Promise.all([seedDemoIfEmpty(db), seedDemoIfEmpty(db), seedDemoIfEmpty(db)])
+
+    expect(before).toBe(false)
+    expect(seeded.filter((tenant) => tenant !== null)).toHaveLength(1)
+    expect(await db.hasOrganizations()).toBe(true)
+  })
+
+  test('seeds nothing once an organization exists', async () => {
+    const { db } = context.current
+    await db.createDemoTenant()
+
+    expect(await seedDemoIfEmpty(db)).toBeNull()
+  })
+
+  test('applies each migration once; re-running them changes nothing', async () => {
+    const { db } = context.current
+    const tablesBefore = await countPublicTables(db)
+
+    await db.migrate()
+    await db.migrate()
+
+    expect(await countAppliedMigrations(db)).toBe(migrationCount)
+    expect(await countPublicTables(db)).toBe(tablesBefore)
+    expect(tablesBefore).toBe(7)
+  })
+
+  if (context.kind === 'postgres') {
+    test('gateways opening one Postgres database together all succeed', async () => {
+      const { databaseUrl, dataDir } = context.current
+
+      const opened = await Promise.all([1, 2, 3].map(() => openDatabase({ databaseUrl, dataDir, poolSize: 2 })))
+      await Promise.all(opened.map((db) => db.close()))
+
+      expect(await countAppliedMigrations(context.current.db)).toBe(migrationCount)
+    })
+  }
+})
+
+async function countAppliedMigrations(db: Database): Promise<number> {
+  const [row] = await db.drizzle.select({ count: sql<number>`count(*)::int` }).from(sql`drizzle.__drizzle_migrations`)
+  return row!.count
+}
+
+async function countPublicTables(db: Database): Promise<number> {
+  const [row] = await db.drizzle
+    .select({ count: sql<number>`count(*)::int` })
+    .from(sql`information_schema.tables`)
+    .where(sql`table_schema = 'public'`)
+  return row!.count
+}

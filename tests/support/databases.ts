@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import postgres from 'postgres'
+import { openDatabase, type Database } from '../../server/adapters/postgres/database'
+import { randomBase62 } from '../../server/core/api-keys'
+
+/** The two databases every repository suite runs against. */
+export const databaseKinds = ['pglite', 'postgres'] as const
+export type DatabaseKind = (typeof databaseKinds)[number]
+
+const maintenanceUrl = Bun.env.TEST_POSTGRES_MAINTENANCE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+/** A temporary directory, removed by the returned function. */
+export function createTempDir(label: string): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), `nilegate-${label}-`))
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) }
+}
+
+/** A freshly created, uniquely named database on the local Postgres; `drop()` removes it. */
+export async function createPostgresDatabase(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+  const name = `nilegate_test_${randomBase62(12).toLowerCase()}`
+  await withMaintenanceConnection((sql) => sql.unsafe(`create database "${name}"`))
+  const url = new URL(maintenanceUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    name,
+    drop: () => withMaintenanceConnection((sql) => sql.unsafe(`drop database if exists "${name}" with (force)`)).then(() => {}),
+  }
+}
+
+async function withMaintenanceConnection<T>(run: (sql: postgres.Sql) => Promise<T>): Promise<T> {
+  const sql = postgres(maintenanceUrl, { max: 1, onnotice: () => {} })
+  try {
+    return await run(sql)
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
+}
+
+/** A migrated database of the given kind, and how to get rid of it. */
+export interface TestDatabase {
+  kind: DatabaseKind
+  db: Database
+  /** Postgres URL, or null for PGlite. */
+  databaseUrl: string | null
+  /** Where PGlite lives (also set for Postgres, as an empty temp dir). */
+  dataDir: string
+  dispose(): Promise<void>
+}
+
+export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
+  const dataDir = createTempDir(kind)
+  const server = kind === 'postgres' ? await createPostgresDatabase() : null
+  const databaseUrl = server?.url ?? null
+  const db = await openDatabase({ databaseUrl, dataDir: dataDir.path })
+  return {
+    kind,
+    db,
+    databaseUrl,
+    dataDir: dataDir.path,
+    async dispose() {
+      await db.close()
+      await server?.drop()
+      dataDir.remove()
+    },
+  }
+}
+
+/**
+ * Runs `suite` once per database kind, each with one database shared by the file's tests
+ * (a fresh PGlite takes seconds to open). Read `context.current` inside tests, not at definition.
+ */
+export function describeEachDatabase(name: string, suite: (context: { readonly current: TestDatabase; kind: DatabaseKind }) => void): void {
+  for (const kind of databaseKinds) {
+    describe(`${name} [${kind}]`, () => {
+      let opened: TestDatabase | undefined
+      const context = {
+        kind,
+        get current(): TestDatabase {
+          if (!opened) throw new Error(`the ${kind} test database is not open yet`)
+          return opened
+        },
+      }
+      beforeAll(async () => {
+        opened = await openTestDatabase(kind)
+      })
+      afterAll(async () => {
+        await opened?.dispose()
+      })
+      suite(context)
+    })
+  }
+}
