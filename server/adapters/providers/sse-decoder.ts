@@ -1,0 +1,70 @@
+/**
+ * Incremental decoder of a server-sent event stream: bytes in, the `data` of each complete event out.
+ * Bytes may be split anywhere (inside a UTF-8 sequence, between `\r` and `\n`); lines end in `\n`,
+ * `\r\n` or `\r`; comment lines and fields other than `data` are ignored.
+ */
+export class SseDecoder {
+  private readonly text = new TextDecoder()
+  private pending = ''
+  private dataLines: string[] = []
+  /** The previous read ended in `\r`: a `\n` starting the next one belongs to that line end. */
+  private skipLineFeed = false
+
+  /** Feeds bytes; returns the data of every event they complete, in order. */
+  push(bytes: Uint8Array): string[] {
+    return this.consume(this.text.decode(bytes, { stream: true }), false)
+  }
+
+  /** Ends the stream; an event cut off by the end is still returned when it has data. */
+  end(): string[] {
+    return this.consume(this.text.decode(), true)
+  }
+
+  private consume(decoded: string, atEnd: boolean): string[] {
+    let input = decoded
+    if (this.skipLineFeed && input.length > 0) {
+      if (input.charCodeAt(0) === 10) input = input.slice(1)
+      this.skipLineFeed = false
+    }
+    const text = this.pending === '' ? input : this.pending + input
+    const events: string[] = []
+    let lineStart = 0
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i)
+      if (code !== 10 && code !== 13) continue
+      this.acceptLine(text.slice(lineStart, i), events)
+      if (code === 13) {
+        if (i + 1 < text.length) {
+          if (text.charCodeAt(i + 1) === 10) i++
+        } else {
+          this.skipLineFeed = true
+        }
+      }
+      lineStart = i + 1
+    }
+    this.pending = lineStart === 0 ? text : text.slice(lineStart)
+    if (atEnd) {
+      if (this.pending !== '') this.acceptLine(this.pending, events)
+      this.pending = ''
+      this.acceptLine('', events)
+    }
+    return events
+  }
+
+  private acceptLine(line: string, events: string[]): void {
+    if (line === '') {
+      if (this.dataLines.length > 0) {
+        events.push(this.dataLines.length === 1 ? this.dataLines[0]! : this.dataLines.join('\n'))
+        this.dataLines = []
+      }
+      return
+    }
+    if (line.charCodeAt(0) === 58) return
+    const colon = line.indexOf(':')
+    const field = colon === -1 ? line : line.slice(0, colon)
+    if (field !== 'data') return
+    let value = colon === -1 ? '' : line.slice(colon + 1)
+    if (value.charCodeAt(0) === 32) value = value.slice(1)
+    this.dataLines.push(value)
+  }
+}
