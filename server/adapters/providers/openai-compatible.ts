@@ -1,0 +1,141 @@
+import { GatewayError } from '@nilegate/shared/errors'
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
+import type { Usage } from '@nilegate/shared/schemas/common'
+import { estimatePromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
+import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
+import { UpstreamChunkStream } from './upstream-chunk-stream'
+import { upstreamMalformedError } from './upstream-errors'
+import { UpstreamExchange } from './upstream-exchange'
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function isUsage(value: unknown): value is Usage {
+  return isRecord(value) && typeof value.prompt_tokens === 'number' && typeof value.completion_tokens === 'number'
+}
+
+function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw upstreamMalformedError(what)
+  }
+}
+
+/** Usage from the estimator, for upstreams that report none. */
+function estimateUsage(body: ChatCompletionRequest, choices: unknown[]): Usage {
+  const promptTokens = estimatePromptTokens(body.messages)
+  let completionTokens = 0
+  for (const choice of choices) {
+    const message = isRecord(choice) && isRecord(choice.message) ? choice.message : {}
+    if (typeof message.content === 'string') completionTokens += estimateTextTokens(message.content)
+    if (!Array.isArray(message.tool_calls)) continue
+    for (const call of message.tool_calls) {
+      const fn = isRecord(call) && isRecord(call.function) ? call.function : {}
+      if (typeof fn.name === 'string') completionTokens += estimateTextTokens(fn.name)
+      if (typeof fn.arguments === 'string') completionTokens += estimateTextTokens(fn.arguments)
+    }
+  }
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
+}
+
+/** Decodes one embedding: base64 of little-endian float32, or a JSON array of numbers. */
+function toVector(embedding: unknown): Float32Array | null {
+  if (typeof embedding === 'string') {
+    const bytes = Buffer.from(embedding, 'base64')
+    if (bytes.byteLength === 0 || bytes.byteLength % 4 !== 0) return null
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    const vector = new Float32Array(bytes.byteLength / 4)
+    for (let i = 0; i < vector.length; i++) vector[i] = view.getFloat32(i * 4, true)
+    return vector
+  }
+  if (Array.isArray(embedding) && embedding.length > 0 && embedding.every((value) => typeof value === 'number')) return Float32Array.from(embedding)
+  return null
+}
+
+function toVectors(answer: unknown, count: number): Float32Array[] {
+  const data = isRecord(answer) ? answer.data : undefined
+  if (!Array.isArray(data) || data.length !== count) throw upstreamMalformedError('an embeddings answer with the wrong number of vectors')
+  const vectors: Float32Array[] = new Array(count)
+  data.forEach((item, position) => {
+    const index = isRecord(item) && typeof item.index === 'number' ? item.index : position
+    const vector = isRecord(item) ? toVector(item.embedding) : null
+    if (!vector || index < 0 || index >= count || vectors[index]) throw upstreamMalformedError('an embeddings answer that could not be decoded')
+    vectors[index] = vector
+  })
+  return vectors
+}
+
+/**
+ * A provider for any upstream speaking the OpenAI wire format (vLLM, SGLang, TGI, llama.cpp, Ollama,
+ * hosted APIs). The client's body goes through with the deployment's model name; streams always ask
+ * for usage; chunks are relayed as they arrive; the upstream request ends when the client leaves.
+ */
+export class OpenAICompatibleProvider implements Provider {
+  async chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion> {
+    const { stream_options: _streamOptions, ...rest } = body
+    const exchange = new UpstreamExchange(call)
+    try {
+      const response = await exchange.post('/chat/completions', { ...rest, model: call.deployment.upstreamModel, stream: false }, 'application/json')
+      const answer = parseJson(await exchange.text(response), 'a completion that is not JSON')
+      if (!isRecord(answer) || !Array.isArray(answer.choices)) throw upstreamMalformedError('a completion without choices')
+      answer.model = call.model.id
+      if (!isUsage(answer.usage)) answer.usage = estimateUsage(body, answer.choices)
+      return answer as unknown as ChatCompletion
+    } finally {
+      exchange.close()
+    }
+  }
+
+  async streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>> {
+    const payload = {
+      ...body,
+      model: call.deployment.upstreamModel,
+      stream: true,
+      stream_options: { ...body.stream_options, include_usage: true },
+    }
+    const exchange = new UpstreamExchange(call)
+    exchange.watch('connect', call.deployment.timeouts.connectMs)
+    try {
+      const response = await exchange.post('/chat/completions', payload, 'text/event-stream')
+      exchange.unwatch()
+      if (!response.body) throw upstreamMalformedError('an empty stream')
+      return new UpstreamChunkStream(response.body, exchange, call)
+    } catch (error) {
+      exchange.close()
+      throw error
+    }
+  }
+
+  async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {
+    const exchange = new UpstreamExchange(call)
+    const payload: Record<string, unknown> = { model: call.deployment.upstreamModel, input: input.items, encoding_format: 'base64' }
+    if (dimensions !== null) payload.dimensions = dimensions
+    try {
+      const response = await exchange.post('/embeddings', payload, 'application/json').catch((error: unknown) => {
+        if (!rejectsBase64(error)) throw error
+        return exchange.post('/embeddings', { ...payload, encoding_format: 'float' }, 'application/json')
+      })
+      const answer = parseJson(await exchange.text(response), 'an embeddings answer that is not JSON')
+      const vectors = toVectors(answer, input.items.length)
+      const usage = isRecord(answer) ? answer.usage : undefined
+      const reported = isRecord(usage) && typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : null
+      return { vectors, promptTokens: reported ?? estimateInputTokens(input) }
+    } finally {
+      exchange.close()
+    }
+  }
+}
+
+/** Some servers (older vLLM, llama.cpp) answer 400 to base64 embeddings; they get one retry asking for floats. */
+function rejectsBase64(error: unknown): boolean {
+  return error instanceof GatewayError && error.code === 'invalid_request' && /base64|encoding_format/i.test(error.message)
+}
+
+function estimateInputTokens(input: EmbeddingInput): number {
+  let tokens = 0
+  if (input.kind === 'tokens') for (const ids of input.items) tokens += ids.length
+  else for (const text of input.items) tokens += estimateTextTokens(text)
+  return tokens
+}

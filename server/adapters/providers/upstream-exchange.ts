@@ -1,0 +1,134 @@
+import { GatewayError } from '@nilegate/shared/errors'
+import type { ProviderCall } from '../../core/ports'
+import { type TimeoutKind, upstreamStatusError, upstreamTimeoutError, upstreamUnreachableError } from './upstream-errors'
+
+const maxErrorBodyBytes = 16_384
+
+/**
+ * One HTTP exchange with an upstream and its deadlines. The fetch is aborted when the client goes
+ * away, when the total deadline passes, or when the watched deadline (connect, first token or idle)
+ * passes; `failure()` then tells which, as the error to throw.
+ */
+export class UpstreamExchange {
+  readonly startedAt = performance.now()
+  private readonly controller = new AbortController()
+  private readonly totalTimer: ReturnType<typeof setTimeout>
+  private expired: GatewayError | null = null
+  private watched: { kind: TimeoutKind; ms: number; deadline: number } | null = null
+  private watchTimer: ReturnType<typeof setTimeout> | undefined
+  private watchTimerAt = Number.POSITIVE_INFINITY
+  private closed = false
+
+  constructor(private readonly call: ProviderCall) {
+    const { totalMs } = call.deployment.timeouts
+    this.totalTimer = setTimeout(() => this.expire('total', totalMs), totalMs)
+    call.signal.addEventListener('abort', this.onClientAbort, { once: true })
+  }
+
+  private readonly onClientAbort = (): void => {
+    this.controller.abort(this.call.signal.reason)
+  }
+
+  /** Fails the exchange unless it progresses within `ms` of `from` (now by default). */
+  watch(kind: TimeoutKind, ms: number, from: number = performance.now()): void {
+    const deadline = from + ms
+    this.watched = { kind, ms, deadline }
+    if (deadline < this.watchTimerAt) this.scheduleWatch(deadline)
+  }
+
+  /** Stops the watched deadline; the total deadline stays. */
+  unwatch(): void {
+    this.watched = null
+  }
+
+  private scheduleWatch(at: number): void {
+    clearTimeout(this.watchTimer)
+    this.watchTimerAt = at
+    this.watchTimer = setTimeout(this.checkWatch, Math.max(0, at - performance.now()))
+  }
+
+  /** Timers are re-armed lazily: moving a deadline later costs nothing until the old timer fires. */
+  private readonly checkWatch = (): void => {
+    this.watchTimer = undefined
+    this.watchTimerAt = Number.POSITIVE_INFINITY
+    const watched = this.watched
+    if (!watched || this.closed) return
+    if (performance.now() >= watched.deadline) this.expire(watched.kind, watched.ms)
+    else this.scheduleWatch(watched.deadline)
+  }
+
+  private expire(kind: TimeoutKind, ms: number): void {
+    if (this.closed || this.expired || this.controller.signal.aborted) return
+    this.expired = upstreamTimeoutError(kind, ms)
+    this.controller.abort(this.expired)
+  }
+
+  /** The error to throw for something that went wrong during the exchange. */
+  failure(error: unknown, midStream: boolean): unknown {
+    if (this.expired) return this.expired
+    if (this.call.signal.aborted) return this.call.signal.reason ?? error
+    if (error instanceof GatewayError) return error
+    return upstreamUnreachableError(midStream)
+  }
+
+  /** POSTs JSON to `${baseUrl}${path}`; resolves with a 2xx response, throws a GatewayError otherwise. */
+  async post(path: string, payload: unknown, accept: string): Promise<Response> {
+    const { deployment, signal } = this.call
+    if (signal.aborted) throw signal.reason
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept, 'x-request-id': this.call.requestId }
+    if (deployment.apiKeyEnv) {
+      const key = process.env[deployment.apiKeyEnv]
+      if (!key) throw new GatewayError('service_unavailable', "The gateway has no credentials for this model's upstream.")
+      headers.authorization = `Bearer ${key}`
+    }
+    let response: Response
+    try {
+      response = await fetch(`${deployment.baseUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(payload), signal: this.controller.signal })
+    } catch (error) {
+      throw this.failure(error, false)
+    }
+    if (response.ok) return response
+    const body = await this.readErrorBody(response)
+    throw upstreamStatusError(response.status, body, response.headers.get('retry-after'), { upstreamModel: deployment.upstreamModel, modelId: this.call.model.id })
+  }
+
+  /** Reads a whole 2xx body as text. */
+  async text(response: Response): Promise<string> {
+    try {
+      return await response.text()
+    } catch (error) {
+      throw this.failure(error, true)
+    }
+  }
+
+  private async readErrorBody(response: Response): Promise<string> {
+    const reader = response.body?.getReader()
+    if (!reader) return ''
+    const decoder = new TextDecoder()
+    let text = ''
+    let bytes = 0
+    try {
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        text += decoder.decode(read.value, { stream: true })
+        bytes += read.value.byteLength
+        if (bytes >= maxErrorBodyBytes) {
+          await reader.cancel()
+          break
+        }
+      }
+    } catch (error) {
+      if (this.expired || this.call.signal.aborted) throw this.failure(error, false)
+    }
+    return text
+  }
+
+  /** Releases the timers and the client-abort listener, and aborts the fetch if it is still open. */
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    clearTimeout(this.totalTimer)
+    clearTimeout(this.watchTimer)
+    this.call.signal.removeEventListener('abort', this.onClientAbort)
+    this.controller.abort()
+  }
+}
