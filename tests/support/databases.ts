@@ -10,6 +10,9 @@ import { randomBase62 } from '../../server/core/api-keys'
 export const databaseKinds = ['pglite', 'postgres'] as const
 export type DatabaseKind = (typeof databaseKinds)[number]
 
+/** For hooks and tests that open databases or spawn processes (bun's default is 5 s). */
+export const slowHookTimeoutMs = 60_000
+
 const maintenanceUrl = Bun.env.TEST_POSTGRES_MAINTENANCE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 /** A temporary directory, removed by the returned function. */
@@ -84,12 +87,13 @@ export function describeEachDatabase(name: string, suite: (context: { readonly c
           return opened
         },
       }
+      // Bun ignores bunfig's test timeout for hooks; a fresh PGlite alone can take several seconds.
       beforeAll(async () => {
         opened = await openTestDatabase(kind)
-      })
+      }, slowHookTimeoutMs)
       afterAll(async () => {
         await opened?.dispose()
-      })
+      }, slowHookTimeoutMs)
       suite(context)
     })
   }
