@@ -69,7 +69,8 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
       } else {
         this.accept(this.decoder.push(read.value))
       }
-      if (this.head < this.queue.length) this.exchange.unwatch()
+      // Once ended, the deadline belongs to drain().
+      if (this.head < this.queue.length && this.isOpen()) this.exchange.unwatch()
     }
   }
 
@@ -82,6 +83,10 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
     this.head = 0
     this.failure = null
     return done
+  }
+
+  private isOpen(): boolean {
+    return this.state === 'open'
   }
 
   private isReturned(): boolean {

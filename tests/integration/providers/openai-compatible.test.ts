@@ -416,6 +416,16 @@ describe('OpenAICompatibleProvider.streamChat', () => {
     expect((await chunks.next()).done).toBe(true)
   })
 
+  test('ends at [DONE] even if the upstream keeps the body open, then closes it after the idle timeout', async () => {
+    const { upstream, stream } = controlledUpstream()
+    stream.send(upstreamStreamText(['a', 'b']))
+
+    const chunks = await collect(await provider.streamChat(upstreamChatRequest(), upstreamCall(upstream.baseUrl, { timeouts: { idleMs: 100 } })))
+
+    expect(contents(chunks)).toBe('ab')
+    await stream.cancelled
+  })
+
   test('reuses the upstream connection after a stream that ended with [DONE]', async () => {
     const upstream = fakeUpstream(() => new Response(upstreamStreamText(['a']), { headers: { 'content-type': 'text/event-stream' } }))
 
