@@ -19,6 +19,7 @@ function pick<T>(items: readonly T[], random: () => number): T {
 
 function resolveRef(schema: Schema, root: Schema): Schema {
   const ref = schema.$ref
+  if (ref === '#') return root
   if (typeof ref !== 'string' || !ref.startsWith('#/')) return schema
   let target: unknown = root
   for (const segment of ref.slice(2).split('/')) target = isSchema(target) ? target[segment] : undefined
