@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import type { GatewayError } from '@nilegate/shared/errors'
 import { base64DecodedBytes, checkMessages } from '../../../server/core/check-messages'
 
-function failure(messages: unknown): Pick<GatewayError, 'code' | 'param'> | null {
+function failure(messages: unknown): { code: string; param: string | null } | null {
   try {
     checkMessages(messages)
     return null

@@ -1,0 +1,55 @@
+import { Catalog } from './core/catalog'
+import { ApiKeyCache } from './core/authenticate'
+import { formatEgp } from './core/money'
+import { UsageRecorder } from './core/usage-recorder'
+import { createProviderRegistry } from './adapters/providers'
+import { openDatabase, seedDemoIfEmpty } from './adapters/postgres/database'
+import { loadCatalogFile } from './catalog-file'
+import { loadConfig } from './config'
+import { startControlSocket } from './control-socket'
+import { acquireDataDirLock } from './data-dir-lock'
+import { buildApp } from './http/app'
+
+const config = loadConfig(Bun.env)
+const catalogPath = config.catalogPath ?? new URL('./demo-catalog.json', import.meta.url).pathname
+const catalog = new Catalog(await loadCatalogFile(catalogPath))
+const embedded = config.databaseUrl === null
+const lock = embedded ? acquireDataDirLock(config.dataDir) : null
+const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs })
+
+const app = buildApp({
+  catalog,
+  providerFor: createProviderRegistry(),
+  usage,
+  keys: new ApiKeyCache(database.identities),
+  bodyBudgetBytes: config.bodyBudgetBytes,
+})
+// Bun's own cap answers a bare 413 without a request id; the app enforces the real caps.
+const server = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, maxRequestBodySize: 256 * 1024 * 1024, idleTimeout: 255 })
+const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}/v1`
+const control = embedded ? startControlSocket(config.dataDir, { baseUrl, createDemo: (options) => database.createDemoTenant(options) }) : null
+
+console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
+const demo = await seedDemoIfEmpty(database)
+if (demo) {
+  console.log(`\nA demo organization was created with ${formatEgp(demo.balanceMicros)} EGP of credit. Its API key is shown once:\n`)
+  console.log(`  OPENAI_BASE_URL=${baseUrl}`)
+  console.log(`  OPENAI_API_KEY=${demo.apiKey}\n`)
+  console.log(`  curl ${baseUrl}/chat/completions -H "Authorization: Bearer ${demo.apiKey}" \\\n    -d '{"model":"${catalog.models.find((model) => model.modality === 'chat' && model.status === 'live')?.id}","messages":[{"role":"user","content":"Hello"}]}'\n`)
+}
+
+let stopping = false
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return
+  stopping = true
+  console.log(`${signal}: finishing requests in flight`)
+  await server.stop(false)
+  await control?.stop()
+  await usage.close()
+  await database.close()
+  lock?.release()
+  process.exit(0)
+}
+process.on('SIGINT', () => void shutdown('SIGINT'))
+process.on('SIGTERM', () => void shutdown('SIGTERM'))
