@@ -28,7 +28,7 @@ function newRequestId(): string {
 /** The gateway's HTTP application; `App` is its type, for the typed SDK. */
 export function buildApp(deps: AppDeps) {
   const bodyBudget = new BodyBudget(deps.bodyBudgetBytes)
-  return new Elysia({ name: 'nilegate' })
+  return new Elysia({ name: 'nilegate', normalize: false })
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = newRequestId()
       set.headers['access-control-allow-origin'] = '*'

@@ -96,7 +96,7 @@ export const ChatCompletionRequest = t.Object(
     frequency_penalty: nullable(t.Number({ minimum: -2, maximum: 2, error: 'frequency_penalty must be a number from -2 to 2' })),
     presence_penalty: nullable(t.Number({ minimum: -2, maximum: 2, error: 'presence_penalty must be a number from -2 to 2' })),
     logit_bias: nullable(
-      t.Record(t.String({ pattern: '^[0-9]+$' }), t.Number({ minimum: -100, maximum: 100 }), { error: 'logit_bias maps token ids to numbers from -100 to 100' }),
+      t.Record(t.String({ pattern: '^[0-9]+$' }), t.Number({ minimum: -100, maximum: 100 }), { additionalProperties: false, error: 'logit_bias maps token ids to numbers from -100 to 100' }),
     ),
     logprobs: nullable(t.Boolean({ error: 'logprobs must be a boolean' })),
     top_logprobs: nullable(t.Integer({ minimum: 0, maximum: 20, error: 'top_logprobs must be an integer from 0 to 20' })),

@@ -28,7 +28,7 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
     if (body instanceof BodyProblem) throw body.error
   }
 
-  const chat = new Elysia({ name: 'chat-completions' })
+  const chat = new Elysia({ name: 'chat-completions', normalize: false })
     .derive(apiKeyAuth(deps.keys, 'chat.completions'))
     .onTransform(({ body }) => {
       rejectBodyProblem({ body })
@@ -46,7 +46,7 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
       { body: ChatCompletionRequest },
     )
 
-  const embeddings = new Elysia({ name: 'embeddings' })
+  const embeddings = new Elysia({ name: 'embeddings', normalize: false })
     .derive(apiKeyAuth(deps.keys, 'embeddings'))
     .onTransform(rejectBodyProblem)
     .post(
@@ -55,5 +55,5 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
       { body: EmbeddingsRequest },
     )
 
-  return new Elysia({ name: 'inference' }).use(chat).use(embeddings)
+  return new Elysia({ name: 'inference', normalize: false }).use(chat).use(embeddings)
 }

@@ -10,7 +10,7 @@ import { apiKeyAuth } from '../plugins/api-key-auth'
 /** GET /v1/models and GET /v1/models/{model}; model ids may contain '/', raw or as %2F. */
 export function modelRoutes(catalog: Catalog, keys: ApiKeyCache) {
   const list: ModelList = { object: 'list', data: catalog.models.filter((model) => model.status === 'live').map(toModelObject) }
-  return new Elysia({ name: 'models' })
+  return new Elysia({ name: 'models', normalize: false })
     .derive(apiKeyAuth(keys, 'models.read'))
     .get('/v1/models', () => list)
     .get('/v1/models/*', ({ params }) => {
