@@ -10,6 +10,8 @@ export interface RunningGateway {
   keys: string[]
   /** The keys, one a line, for the load tools. */
   keysFile: string
+  /** Why the gateway is no longer running (exit code or signal, and the end of its log), or null while it runs. */
+  exitReport(): Promise<string | null>
   /** Ends the gateway gracefully (so a CPU profile gets written) and waits for it. */
   stop(): Promise<void>
 }
@@ -135,6 +137,11 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
     pid: child.pid,
     keys,
     keysFile,
+    async exitReport() {
+      if (child.exitCode === null && child.signalCode === null) return null
+      const tail = (await Bun.file(logPath).text()).trim().split('\n').slice(-5).join(' / ')
+      return `the gateway exited (${child.exitCode ?? child.signalCode}); its log ends: ${tail}`
+    },
     async stop() {
       child.kill('SIGTERM')
       const exited = await Promise.race([child.exited.then(() => true), Bun.sleep(10_000).then(() => false)])

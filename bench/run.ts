@@ -158,9 +158,19 @@ async function main(options: Options, processes: ProcessGroup, workDir: string):
 
   const outcomes: ScenarioOutcome[] = []
   const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid }
+  let gatewayExit: string | null = null
   for (const scenario of scenarios) {
+    if (gatewayExit) {
+      outcomes.push({ id: scenario.id, label: scenario.label, result: null, notMeasured: 'FAILED: the gateway had exited', cpuPercent: { gateway: null, upstream: null } })
+      continue
+    }
     console.error(`measuring (${scenario.id}) ${scenario.label} for ${options.durationS} s ...`)
     outcomes.push(await measureScenario(scenario, { tool, options, processes, workDir, pids }))
+    gatewayExit = (await gateway?.exitReport()) ?? null
+    if (gatewayExit) {
+      console.error(gatewayExit)
+      notes.push(`During (${scenario.id}) ${gatewayExit.replaceAll('|', '/')}`)
+    }
   }
   for (const id of ['b', 'c'] as const) {
     if (!gateway) outcomes.push({ id, label: id === 'b' ? 'gateway to the fake upstream' : 'gateway on the simulator', result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, upstream: null } })
@@ -168,14 +178,14 @@ async function main(options: Options, processes: ProcessGroup, workDir: string):
 
   console.error(`measuring time to first byte (${options.ttfbRequests} streamed requests per target) ...`)
   const ttfbTargets: TtfbTarget[] = [{ name: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, body: streamedChatBody('fake-echo') }]
-  if (gateway) {
+  if (gateway && !gatewayExit) {
     const url = `${gateway.baseUrl}/chat/completions`
     ttfbTargets.push({ name: 'gateway to the fake upstream', url, body: streamedChatBody('bench/upstream-echo'), key: gateway.keys[0] })
     ttfbTargets.push({ name: 'gateway on the simulator', url, body: streamedChatBody('bench/simulated'), key: gateway.keys[0] })
   }
   const ttfb = await measureTtfb(ttfbTargets, options.ttfbRequests, options.ttfbWarmup)
 
-  if (gateway && options.profileDir) {
+  if (gateway && !gatewayExit && options.profileDir) {
     await gateway.stop()
     notes.push(`CPU profile of the gateway written to ${options.profileDir}.`)
   }
