@@ -184,7 +184,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         return started.exitCode === null && started.signalCode === null
       },
       output: () => log.all,
-      createApiKey: (keyOptions = {}) => runDemoCli(env, keyOptions),
+      createApiKey: (keyOptions = {}) =>
+        runDemoCli(env, keyOptions).catch((error: Error) => {
+          throw new Error(`${error.message}\n--- the gateway printed:\n${log.all.slice(-3000)}`)
+        }),
       stop: (graceMs = 5_000) => cleanUp(graceMs),
     }
   } catch (error) {
