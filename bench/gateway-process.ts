@@ -25,6 +25,8 @@ export interface GatewayLaunch {
   keys: number
   /** Start the gateway under `bun --cpu-prof` and write the profile here. */
   profileDir: string | null
+  /** Run on this Postgres database instead of the embedded PGlite. */
+  databaseUrl: string | null
 }
 
 const samplePrices = { input_price_egp: '30.00', output_price_egp: '90.00', prices_are_samples: true }
@@ -101,10 +103,11 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
   const catalogPath = join(launch.workDir, 'catalog.json')
   await Bun.write(catalogPath, JSON.stringify(benchCatalog(launch.upstreamBaseUrl), null, 2))
   const port = freePort()
-  // The embedded defaults, whatever the calling shell has set.
+  // The embedded defaults unless Postgres was asked for, whatever the calling shell has set.
   const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = Bun.env
   const env = {
     ...inherited,
+    ...(launch.databaseUrl ? { DATABASE_URL: launch.databaseUrl } : {}),
     HOST: '127.0.0.1',
     PORT: String(port),
     DATA_DIR: join(launch.workDir, 'data'),
@@ -146,6 +149,33 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
       child.kill('SIGTERM')
       const exited = await Promise.race([child.exited.then(() => true), Bun.sleep(10_000).then(() => false)])
       if (!exited) child.kill('SIGKILL')
+    },
+  }
+}
+
+/**
+ * Creates an empty database on the Postgres server at `serverUrl` for one run; `drop()` removes it
+ * (call it after the gateway has stopped).
+ */
+export async function createScratchDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `nilegate_bench_${Date.now()}_${process.pid}`
+  const admin = new Bun.SQL(serverUrl, { max: 1 })
+  try {
+    await admin.unsafe(`create database ${name}`)
+  } finally {
+    await admin.close()
+  }
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    async drop() {
+      const dropper = new Bun.SQL(serverUrl, { max: 1 })
+      try {
+        await dropper.unsafe(`drop database if exists ${name} with (force)`)
+      } finally {
+        await dropper.close()
+      }
     },
   }
 }

@@ -4,6 +4,7 @@
 //
 //   bun bench/run.ts [--duration 10] [--connections 50] [--threads 1] [--tool wrk|bun] [--keys N]
 //                    [--ttfb-requests 200] [--out bench/RESULTS.md | --no-write] [--profile DIR] [--keep-temp]
+//                    [--postgres [postgres://postgres@127.0.0.1:5432/postgres]]
 //
 // The gateway is only ever spawned (`bun server/main.ts`, `bun server/cli.ts demo --json`), never imported.
 
@@ -15,7 +16,7 @@ import { readMachineInfo } from './machine-info'
 import { cpuSeconds, ProcessGroup } from './process-group'
 import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
-import { startGateway, type RunningGateway } from './gateway-process'
+import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
 import { startUpstream, type RunningUpstream } from './upstream-process'
 
 interface Options {
@@ -28,6 +29,8 @@ interface Options {
   ttfbWarmup: number
   outPath: string | null
   profileDir: string | null
+  /** A Postgres server to run the gateway on (a scratch database is made and dropped), instead of PGlite. */
+  postgresUrl: string | null
   keepTemp: boolean
 }
 
@@ -57,6 +60,9 @@ function parseOptions(args: string[]): Options {
     ttfbWarmup: count('ttfb-warmup', 20, 0),
     outPath: args.includes('--no-write') ? null : resolve(value('out') ?? join(repoDir, 'bench', 'RESULTS.md')),
     profileDir: profile ? resolve(profile) : null,
+    postgresUrl: args.includes('--postgres')
+      ? value('postgres')?.startsWith('postgres') ? value('postgres')! : 'postgres://postgres@127.0.0.1:5432/postgres'
+      : null,
     keepTemp: args.includes('--keep-temp'),
   }
 }
@@ -118,7 +124,7 @@ async function measureScenario(
   return outcome
 }
 
-async function main(options: Options, processes: ProcessGroup, workDir: string): Promise<number> {
+async function main(options: Options, processes: ProcessGroup, workDir: string, afterStop: (() => Promise<void>)[]): Promise<number> {
   const tool = await chooseLoadTool(options.tool)
   console.error(`load tool: ${tool.description}`)
   const notes: string[] = []
@@ -132,8 +138,15 @@ async function main(options: Options, processes: ProcessGroup, workDir: string):
   let gateway: RunningGateway | null = null
   const gatewayMissing = ['server/main.ts', 'server/cli.ts'].filter((path) => !existsSync(join(repoDir, path)))
   if (gatewayMissing.length === 0) {
-    gateway = await startGateway({ processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: options.keys, profileDir: options.profileDir })
-    console.error(`gateway: ${gateway.baseUrl} with ${gateway.keys.length} API key(s)`)
+    let databaseUrl: string | null = null
+    if (options.postgresUrl) {
+      const scratch = await createScratchDatabase(options.postgresUrl)
+      afterStop.push(() => scratch.drop())
+      databaseUrl = scratch.url
+      notes.push('The gateway ran on Postgres (a scratch database on the local server), not on the embedded PGlite.')
+    }
+    gateway = await startGateway({ processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: options.keys, profileDir: options.profileDir, databaseUrl })
+    console.error(`gateway: ${gateway.baseUrl} (${databaseUrl ? 'Postgres' : 'embedded'}) with ${gateway.keys.length} API key(s)`)
   } else {
     notes.push(`The gateway was not measured: ${gatewayMissing.join(' and ')} not found.`)
   }
@@ -212,12 +225,14 @@ if (import.meta.main) {
   const options = parseOptions(Bun.argv.slice(2))
   const workDir = mkdtempSync(join(tmpdir(), 'nilegate-bench-'))
   const processes = new ProcessGroup()
+  const afterStop: (() => Promise<void>)[] = []
   let isCleaning = false
   let isInterrupted = false
   const cleanup = async () => {
     if (isCleaning) return
     isCleaning = true
     await processes.stopAll()
+    for (const task of afterStop) await task().catch((error) => console.error(`cleanup: ${(error as Error).message}`))
     if (options.keepTemp) console.error(`temporary files kept in ${workDir}`)
     else rmSync(workDir, { recursive: true, force: true })
   }
@@ -231,7 +246,7 @@ if (import.meta.main) {
 
   let exitCode = 1
   try {
-    exitCode = await main(options, processes, workDir)
+    exitCode = await main(options, processes, workDir, afterStop)
   } catch (error) {
     if (isInterrupted) {
       console.error('bench interrupted')
