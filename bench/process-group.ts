@@ -61,3 +61,22 @@ export async function cpuSeconds(pid: number): Promise<number | null> {
     return null
   }
 }
+
+/** How busy all CPUs were over the next `windowMs`, from /proc/stat; null where that is not readable. */
+export async function machineBusyPercent(windowMs: number): Promise<number | null> {
+  const read = async () => {
+    const line = (await Bun.file('/proc/stat').text()).split('\n')[0]!
+    const ticks = line.trim().split(/\s+/).slice(1).map(Number)
+    const idle = ticks[3]! + (ticks[4] ?? 0)
+    return { idle, total: ticks.reduce((sum, value) => sum + value, 0) }
+  }
+  try {
+    const before = await read()
+    await Bun.sleep(windowMs)
+    const after = await read()
+    const total = after.total - before.total
+    return total > 0 ? (100 * (total - (after.idle - before.idle))) / total : null
+  } catch {
+    return null
+  }
+}

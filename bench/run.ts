@@ -9,11 +9,11 @@
 // The gateway is only ever spawned (`bun server/main.ts`, `bun server/cli.ts demo --json`), never imported.
 
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { chooseLoadTool, runLoadTool, type LoadTool, type LoadToolName } from './load-tool'
 import { readMachineInfo } from './machine-info'
-import { cpuSeconds, ProcessGroup } from './process-group'
+import { cpuSeconds, machineBusyPercent, ProcessGroup } from './process-group'
 import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
@@ -129,8 +129,8 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   console.error(`load tool: ${tool.description}`)
   const notes: string[] = []
   // Other work on the machine skews every number; say so in the results.
-  const [loadBefore] = loadavg()
-  if (loadBefore! > 0.5) notes.push(`The machine was busy before the run: load average ${loadBefore!.toFixed(2)} over the last minute.`)
+  const busyBefore = await machineBusyPercent(1_000)
+  if (busyBefore !== null && busyBefore > 10) notes.push(`Other work kept the CPUs ${busyBefore.toFixed(0)}% busy in the second before the run.`)
 
   const upstream: RunningUpstream = await startUpstream(processes, workDir)
   console.error(`fake upstream: ${upstream.baseUrl}`)
