@@ -7,14 +7,23 @@ import { openDatabase, seedDemoIfEmpty } from './adapters/postgres/database'
 import { loadCatalogFile } from './catalog-file'
 import { loadConfig } from './config'
 import { startControlSocket } from './control-socket'
-import { acquireDataDirLock } from './data-dir-lock'
+import { acquireDataDirLock, DataDirLockedError } from './data-dir-lock'
 import { buildApp } from './http/app'
 
 const config = loadConfig(Bun.env)
 const catalogPath = config.catalogPath ?? new URL('./demo-catalog.json', import.meta.url).pathname
 const catalog = new Catalog(await loadCatalogFile(catalogPath))
 const embedded = config.databaseUrl === null
-const lock = embedded ? acquireDataDirLock(config.dataDir) : null
+function lockDataDir() {
+  try {
+    return acquireDataDirLock(config.dataDir)
+  } catch (error) {
+    if (!(error instanceof DataDirLockedError)) throw error
+    console.error(error.message)
+    process.exit(1)
+  }
+}
+const lock = embedded ? lockDataDir() : null
 const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
 const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs })
 
