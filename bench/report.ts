@@ -126,6 +126,9 @@ export function renderReport(report: BenchReport): string {
     `- each scenario: ${settings.connections} keep-alive connections for ${settings.durationS} s after a warm-up, ` +
       `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn`,
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
+    `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +
+      'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens)',
+    '- CPU: share of one core used by the process while the scenario ran (from /proc)',
     '',
     errors > 0 ? `**FLAGGED: ${errors} failed request(s) or check(s) in this run; the numbers below are not clean.**\n` : '',
     ...throughputTable(report),

@@ -193,8 +193,8 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   const ttfbTargets: TtfbTarget[] = [{ name: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, body: streamedChatBody('fake-echo') }]
   if (gateway && !gatewayExit) {
     const url = `${gateway.baseUrl}/chat/completions`
-    ttfbTargets.push({ name: 'gateway to the fake upstream', url, body: streamedChatBody('bench/upstream-echo'), key: gateway.keys[0] })
-    ttfbTargets.push({ name: 'gateway on the simulator', url, body: streamedChatBody('bench/simulated'), key: gateway.keys[0] })
+    ttfbTargets.push({ name: 'gateway to the fake upstream', url, body: streamedChatBody('bench/upstream-echo'), keys: gateway.keys })
+    ttfbTargets.push({ name: 'gateway on the simulator', url, body: streamedChatBody('bench/simulated'), keys: gateway.keys })
   }
   const ttfb = await measureTtfb(ttfbTargets, options.ttfbRequests, options.ttfbWarmup)
 

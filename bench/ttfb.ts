@@ -10,7 +10,8 @@ export interface TtfbTarget {
   name: string
   url: string
   body: string
-  key?: string
+  /** API keys taken in turn, so that back-to-back requests stay under a per-key rate limit. */
+  keys?: string[]
 }
 
 export interface TtfbResult {
@@ -28,9 +29,10 @@ interface Sample {
   totalMs: number
 }
 
-async function measureOnce(target: TtfbTarget): Promise<Sample> {
+async function measureOnce(target: TtfbTarget, round: number): Promise<Sample> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
-  if (target.key) headers.authorization = `Bearer ${target.key}`
+  const key = target.keys?.length ? target.keys[round % target.keys.length] : undefined
+  if (key) headers.authorization = `Bearer ${key}`
   const sentAt = performance.now()
   const response = await fetch(target.url, { method: 'POST', body: target.body, headers, signal: AbortSignal.timeout(10_000) })
   if (response.status !== 200 || !response.body) {
@@ -60,7 +62,7 @@ export async function measureTtfb(targets: TtfbTarget[], requests: number, warmu
   for (let round = 0; round < warmup + requests; round++) {
     for (const [index, target] of targets.entries()) {
       try {
-        const sample = await measureOnce(target)
+        const sample = await measureOnce(target, round)
         if (round >= warmup) samples[index]!.push(sample)
       } catch (error) {
         if (round >= warmup) errors[index]!++
@@ -108,6 +110,7 @@ if (import.meta.main) {
   }
   const requests = Number(argValue(args, ['-n', '--requests']) ?? 200)
   const warmup = Number(argValue(args, ['--warmup']) ?? 20)
-  const [result] = await measureTtfb([{ name: model, url, body: streamedChatBody(model), key: argValue(args, ['--key']) }], requests, warmup)
+  const key = argValue(args, ['--key'])
+  const [result] = await measureTtfb([{ name: model, url, body: streamedChatBody(model), keys: key ? [key] : [] }], requests, warmup)
   console.log(JSON.stringify(result, null, 2))
 }
