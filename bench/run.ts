@@ -128,6 +128,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   const tool = await chooseLoadTool(options.tool)
   console.error(`load tool: ${tool.description}`)
   const notes: string[] = []
+  if (tool.name === 'bun') notes.push('wrk was not used: the Bun generator takes more CPU from the servers, so direct numbers are lower and ratios to them higher than with wrk.')
   // Other work on the machine skews every number; say so in the results.
   const busyBefore = await machineBusyPercent(1_000)
   if (busyBefore !== null && busyBefore > 10) notes.push(`Other work kept the CPUs ${busyBefore.toFixed(0)}% busy in the second before the run.`)
