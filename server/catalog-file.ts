@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Value } from '@sinclair/typebox/value'
 import { parseEgp } from './core/money'
@@ -11,17 +12,17 @@ const DeploymentEntry = t.Object({
   base_url: t.Optional(t.String()),
   upstream_model: t.Optional(t.String()),
   region: t.Optional(t.String()),
-  weight: t.Optional(t.Integer({ minimum: 1 })),
+  weight: t.Optional(Type.Integer({ minimum: 1 })),
   api_key_env: t.Optional(t.String()),
   timeouts_ms: t.Optional(
     t.Object({
-      connect: t.Optional(t.Integer({ minimum: 1 })),
-      first_token: t.Optional(t.Integer({ minimum: 1 })),
-      idle: t.Optional(t.Integer({ minimum: 1 })),
-      total: t.Optional(t.Integer({ minimum: 1 })),
+      connect: t.Optional(Type.Integer({ minimum: 1 })),
+      first_token: t.Optional(Type.Integer({ minimum: 1 })),
+      idle: t.Optional(Type.Integer({ minimum: 1 })),
+      total: t.Optional(Type.Integer({ minimum: 1 })),
     }),
   ),
-  simulator: t.Optional(t.Object({ ttft_ms: t.Optional(t.Integer({ minimum: 0 })), inter_token_ms: t.Optional(t.Integer({ minimum: 0 })) })),
+  simulator: t.Optional(t.Object({ ttft_ms: t.Optional(Type.Integer({ minimum: 0 })), inter_token_ms: t.Optional(Type.Integer({ minimum: 0 })) })),
 })
 
 const ModelEntry = t.Object({
@@ -29,15 +30,15 @@ const ModelEntry = t.Object({
   owned_by: t.String(),
   status: t.Optional(t.Union([t.Literal('live'), t.Literal('retired')])),
   modality: t.Union([t.Literal('chat'), t.Literal('embeddings')]),
-  context_window: t.Integer({ minimum: 1 }),
-  max_output_tokens: t.Integer({ minimum: 0 }),
+  context_window: Type.Integer({ minimum: 1 }),
+  max_output_tokens: Type.Integer({ minimum: 0 }),
   region: t.String(),
   weights: t.String(),
   published: t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
   input_price_egp: egp,
   output_price_egp: egp,
   prices_are_samples: t.Optional(t.Boolean()),
-  embedding_dimensions: t.Optional(t.Integer({ minimum: 1 })),
+  embedding_dimensions: t.Optional(Type.Integer({ minimum: 1 })),
   supports_dimensions: t.Optional(t.Boolean()),
   retires_on: t.Optional(t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
   replacement: t.Optional(t.String()),

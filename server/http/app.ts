@@ -21,8 +21,13 @@ const routeTable: RouteTable = [
 const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings'])
 const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests'
 
+// Request ids are a random prefix per process plus a counter: unique across instances, and cheaper
+// than a random UUID per request.
+const requestIdPrefix = `req_${crypto.randomUUID().replaceAll('-', '').slice(0, 16)}`
+let requestCounter = 0
+
 function newRequestId(): string {
-  return `req_${crypto.randomUUID().replaceAll('-', '')}`
+  return `${requestIdPrefix}${(++requestCounter).toString(36).padStart(8, '0')}`
 }
 
 /** The gateway's HTTP application; `App` is its type, for the typed SDK. */

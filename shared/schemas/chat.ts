@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { nullable, Usage } from './common'
 
@@ -83,9 +84,9 @@ export const ChatCompletionRequest = t.Object(
     messages: t.Array(ChatMessage, { minItems: 1, error: 'messages must be a non-empty array of messages' }),
     temperature: nullable(t.Number({ minimum: 0, maximum: 2, error: 'temperature must be a number from 0 to 2' })),
     top_p: nullable(t.Number({ minimum: 0, maximum: 1, error: 'top_p must be a number from 0 to 1' })),
-    n: nullable(t.Integer({ minimum: 1, maximum: 128, error: 'n must be an integer from 1 to 128' })),
-    max_tokens: nullable(t.Integer({ minimum: 1, error: 'max_tokens must be a positive integer' })),
-    max_completion_tokens: nullable(t.Integer({ minimum: 1, error: 'max_completion_tokens must be a positive integer' })),
+    n: nullable(Type.Integer({ minimum: 1, maximum: 128, error: 'n must be an integer from 1 to 128' })),
+    max_tokens: nullable(Type.Integer({ minimum: 1, error: 'max_tokens must be a positive integer' })),
+    max_completion_tokens: nullable(Type.Integer({ minimum: 1, error: 'max_completion_tokens must be a positive integer' })),
     stream: nullable(t.Boolean({ error: 'stream must be a boolean' })),
     stream_options: nullable(
       t.Object({ include_usage: t.Optional(t.Boolean()), include_obfuscation: t.Optional(t.Boolean()) }, { error: 'stream_options must be an object like {"include_usage": true}' }),
@@ -99,8 +100,8 @@ export const ChatCompletionRequest = t.Object(
       t.Record(t.String({ pattern: '^[0-9]+$' }), t.Number({ minimum: -100, maximum: 100 }), { additionalProperties: false, error: 'logit_bias maps token ids to numbers from -100 to 100' }),
     ),
     logprobs: nullable(t.Boolean({ error: 'logprobs must be a boolean' })),
-    top_logprobs: nullable(t.Integer({ minimum: 0, maximum: 20, error: 'top_logprobs must be an integer from 0 to 20' })),
-    seed: nullable(t.Integer({ error: 'seed must be an integer' })),
+    top_logprobs: nullable(Type.Integer({ minimum: 0, maximum: 20, error: 'top_logprobs must be an integer from 0 to 20' })),
+    seed: nullable(Type.Integer({ error: 'seed must be an integer' })),
     response_format: t.Optional(
       t.Union(
         [

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { t, type TSchema } from 'elysia'
 
 /** A field that clients may also send as JSON null (the OpenAI SDKs do). */
@@ -5,8 +6,8 @@ export const nullable = <T extends TSchema>(schema: T) => t.Optional(t.Union([sc
 
 /** Token counts of one request. */
 export const Usage = t.Object({
-  prompt_tokens: t.Integer(),
-  completion_tokens: t.Integer(),
-  total_tokens: t.Integer(),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  total_tokens: Type.Integer(),
 })
 export type Usage = typeof Usage.static

@@ -105,6 +105,8 @@ describe('POST /v1/chat/completions', () => {
     [{ temperature: 'hot' }, 400, 'invalid_request', 'temperature'],
     [{ top_p: -0.1 }, 400, 'invalid_request', 'top_p'],
     [{ n: 0 }, 400, 'invalid_request', 'n'],
+    [{ n: '2' }, 400, 'invalid_request', 'n'],
+    [{ max_tokens: '16' }, 400, 'invalid_request', 'max_tokens'],
     [{ frequency_penalty: 3 }, 400, 'invalid_request', 'frequency_penalty'],
     [{ presence_penalty: -3 }, 400, 'invalid_request', 'presence_penalty'],
     [{ stop: ['a', 'b', 'c', 'd', 'e'] }, 400, 'invalid_request', 'stop'],

@@ -62,6 +62,8 @@ describe('POST /v1/embeddings', () => {
     [{ input: 42 }, 'invalid_request', 'input'],
     [{ encoding_format: 'hex' }, 'invalid_request', 'encoding_format'],
     [{ dimensions: 0 }, 'invalid_request', 'dimensions'],
+    [{ dimensions: '2' }, 'invalid_request', 'dimensions'],
+    [{ input: ['1', 2] }, 'invalid_request', 'input'],
     [{ dimensions: 5000 }, 'invalid_request', 'dimensions'],
     [{ model: chatModel }, 'model_not_supported_on_endpoint', 'model'],
     [{ model: 'nope' }, 'model_not_found', 'model'],

@@ -155,6 +155,7 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
     this.exchange.watch('idle', this.call.deployment.timeouts.idleMs)
     try {
       while (!(await this.reader.read()).done);
+      this.exchange.markBodyRead()
     } catch {
       // Whatever follows [DONE] does not matter.
     } finally {

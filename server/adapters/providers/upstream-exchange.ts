@@ -3,6 +3,23 @@ import type { ProviderCall } from '../../core/ports'
 import { type TimeoutKind, upstreamStatusError, upstreamTimeoutError, upstreamUnreachableError } from './upstream-errors'
 
 const maxErrorBodyBytes = 16_384
+const sweepEveryMs = 25
+
+/**
+ * The total deadlines of all open exchanges, checked by one timer: a timer per request cost about a
+ * tenth of the proxy's throughput, and a total deadline (minutes) needs no millisecond precision.
+ */
+const openExchanges = new Set<UpstreamExchange>()
+let sweeper: ReturnType<typeof setInterval> | undefined
+
+function sweepDeadlines(): void {
+  const now = performance.now()
+  for (const exchange of openExchanges) exchange.checkTotalDeadline(now)
+  if (openExchanges.size === 0) {
+    clearInterval(sweeper)
+    sweeper = undefined
+  }
+}
 
 /**
  * One HTTP exchange with an upstream and its deadlines. The fetch is aborted when the client goes
@@ -12,17 +29,29 @@ const maxErrorBodyBytes = 16_384
 export class UpstreamExchange {
   readonly startedAt = performance.now()
   private readonly controller = new AbortController()
-  private readonly totalTimer: ReturnType<typeof setTimeout>
+  private readonly totalDeadline: number
   private expired: GatewayError | null = null
   private watched: { kind: TimeoutKind; ms: number; deadline: number } | null = null
   private watchTimer: ReturnType<typeof setTimeout> | undefined
   private watchTimerAt = Number.POSITIVE_INFINITY
   private closed = false
+  private bodyRead = false
 
   constructor(private readonly call: ProviderCall) {
-    const { totalMs } = call.deployment.timeouts
-    this.totalTimer = setTimeout(() => this.expire('total', totalMs), totalMs)
+    this.totalDeadline = this.startedAt + call.deployment.timeouts.totalMs
+    openExchanges.add(this)
+    sweeper ??= setInterval(sweepDeadlines, sweepEveryMs)
     call.signal.addEventListener('abort', this.onClientAbort, { once: true })
+  }
+
+  /** Expires the exchange once its total deadline has passed. */
+  checkTotalDeadline(now: number): void {
+    if (now >= this.totalDeadline) this.expire('total', this.call.deployment.timeouts.totalMs)
+  }
+
+  /** The whole response body was read: closing need not abort the connection, which stays reusable. */
+  markBodyRead(): void {
+    this.bodyRead = true
   }
 
   private readonly onClientAbort = (): void => {
@@ -95,7 +124,9 @@ export class UpstreamExchange {
   /** Reads a whole 2xx body as text. */
   async text(response: Response): Promise<string> {
     try {
-      return await response.text()
+      const text = await response.text()
+      this.bodyRead = true
+      return text
     } catch (error) {
       throw this.failure(error, true)
     }
@@ -122,13 +153,13 @@ export class UpstreamExchange {
     return text
   }
 
-  /** Releases the timers and the client-abort listener, and aborts the fetch if it is still open. */
+  /** Releases the deadlines and the client-abort listener, and aborts the fetch if its body is still open. */
   close(): void {
     if (this.closed) return
     this.closed = true
-    clearTimeout(this.totalTimer)
+    openExchanges.delete(this)
     clearTimeout(this.watchTimer)
     this.call.signal.removeEventListener('abort', this.onClientAbort)
-    this.controller.abort()
+    if (!this.bodyRead) this.controller.abort()
   }
 }

@@ -15,11 +15,9 @@ export interface InferenceRouteDeps extends InferenceDeps {
   keys: ApiKeyCache
 }
 
-/** The request as core sees it, with an abort that fires when the client goes away or the stream is cancelled. */
-function inferenceRequest(request: Request, identity: ApiKeyIdentity, requestId: string): InferenceRequest & { abort: () => void } {
-  const controller = new AbortController()
-  const signal = AbortSignal.any([request.signal, controller.signal])
-  return { requestId, identity, signal, startedAtMs: performance.timeOrigin + performance.now(), abort: () => controller.abort() }
+/** The request as core sees it; its signal fires when the client goes away. */
+function inferenceRequest(request: Request, identity: ApiKeyIdentity, requestId: string, signal: AbortSignal = request.signal): InferenceRequest {
+  return { requestId, identity, signal, startedAtMs: Date.now() }
 }
 
 /** POST /v1/chat/completions (JSON or SSE) and POST /v1/embeddings. */
@@ -38,10 +36,12 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
       '/v1/chat/completions',
       async ({ body, identity, request, set }) => {
         const requestId = set.headers['x-request-id'] as string
-        const context = inferenceRequest(request, identity, requestId)
-        if (body.stream !== true) return completeChat(deps, body, context)
-        const events = await openChatStream(deps, body, context)
-        return sseResponse(events, set.headers as Record<string, string>, context.abort)
+        if (body.stream !== true) return completeChat(deps, body, inferenceRequest(request, identity, requestId))
+        // A cancelled response body also stops the upstream, whether or not the request signal fired.
+        const cancelled = new AbortController()
+        const signal = AbortSignal.any([request.signal, cancelled.signal])
+        const events = await openChatStream(deps, body, inferenceRequest(request, identity, requestId, signal))
+        return sseResponse(events, set.headers as Record<string, string>, () => cancelled.abort())
       },
       { body: ChatCompletionRequest },
     )
