@@ -234,10 +234,12 @@ if (import.meta.main) {
     embeddingDims: readOption(args, 'embedding-dims', 'FAKE_EMBEDDING_DIMS', 1024) || 1024,
   })
   console.log(`fake-upstream listening on http://${server.hostname}:${server.port}/v1`)
-  const stop = () => {
+  // Said on the way out, so a run whose upstream was stopped from outside can tell.
+  const stop = (signal: string) => {
+    console.log(`fake-upstream: ${signal}, stopping`)
     server.stop(true)
     process.exit(0)
   }
-  process.on('SIGINT', stop)
-  process.on('SIGTERM', stop)
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
 }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import type { ProcessGroup } from './process-group'
+import { describeExit, type ProcessGroup } from './process-group'
 
 export interface RunningGateway {
   /** Ends in /v1. */
@@ -140,11 +140,7 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
     pid: child.pid,
     keys,
     keysFile,
-    async exitReport() {
-      if (child.exitCode === null && child.signalCode === null) return null
-      const tail = (await Bun.file(logPath).text()).trim().split('\n').slice(-5).join(' / ')
-      return `the gateway exited (${child.exitCode ?? child.signalCode}); its log ends: ${tail}`
-    },
+    exitReport: () => describeExit('the gateway', child, logPath),
     async stop() {
       child.kill('SIGTERM')
       const exited = await Promise.race([child.exited.then(() => true), Bun.sleep(10_000).then(() => false)])

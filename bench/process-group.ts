@@ -80,3 +80,10 @@ export async function machineBusyPercent(windowMs: number): Promise<number | nul
     return null
   }
 }
+
+/** Why `child` is no longer running (exit code or signal, and the end of its log), or null while it runs. */
+export async function describeExit(name: string, child: Subprocess, logPath: string): Promise<string | null> {
+  if (child.exitCode === null && child.signalCode === null) return null
+  const tail = (await Bun.file(logPath).text().catch(() => '')).trim().split('\n').slice(-5).join(' / ')
+  return `${name} exited (${child.exitCode ?? child.signalCode}); its log ends: ${tail || '(empty)'}`
+}

@@ -172,19 +172,25 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
 
   const outcomes: ScenarioOutcome[] = []
   const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid }
-  let gatewayExit: string | null = null
+  // A server that died (or was killed from outside) turns every later request into an error: say so.
+  let deadServer: string | null = null
+  const checkServers = async (when: string) => {
+    if (deadServer) return
+    deadServer = (await upstream.exitReport()) ?? (await gateway?.exitReport()) ?? null
+    if (deadServer) {
+      console.error(deadServer)
+      notes.push(`${when} ${deadServer.replaceAll('|', '/')}`)
+    }
+  }
+  await checkServers('Before the first scenario')
   for (const scenario of scenarios) {
-    if (gatewayExit) {
-      outcomes.push({ id: scenario.id, label: scenario.label, result: null, notMeasured: 'FAILED: the gateway had exited', cpuPercent: { gateway: null, upstream: null } })
+    if (deadServer) {
+      outcomes.push({ id: scenario.id, label: scenario.label, result: null, notMeasured: 'FAILED: a server had exited', cpuPercent: { gateway: null, upstream: null } })
       continue
     }
     console.error(`measuring (${scenario.id}) ${scenario.label} for ${options.durationS} s ...`)
     outcomes.push(await measureScenario(scenario, { tool, options, processes, workDir, pids }))
-    gatewayExit = (await gateway?.exitReport()) ?? null
-    if (gatewayExit) {
-      console.error(gatewayExit)
-      notes.push(`During (${scenario.id}) ${gatewayExit.replaceAll('|', '/')}`)
-    }
+    await checkServers(`During (${scenario.id})`)
   }
   for (const id of ['b', 'c'] as const) {
     if (!gateway) outcomes.push({ id, label: id === 'b' ? 'gateway to the fake upstream' : 'gateway on the simulator', result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, upstream: null } })
@@ -192,14 +198,15 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
 
   console.error(`measuring time to first byte (${options.ttfbRequests} streamed requests per target) ...`)
   const ttfbTargets: TtfbTarget[] = [{ name: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, body: streamedChatBody('fake-echo') }]
-  if (gateway && !gatewayExit) {
+  if (gateway && !deadServer) {
     const url = `${gateway.baseUrl}/chat/completions`
     ttfbTargets.push({ name: 'gateway to the fake upstream', url, body: streamedChatBody('bench/upstream-echo'), keys: gateway.keys })
     ttfbTargets.push({ name: 'gateway on the simulator', url, body: streamedChatBody('bench/simulated'), keys: gateway.keys })
   }
-  const ttfb = await measureTtfb(ttfbTargets, options.ttfbRequests, options.ttfbWarmup)
+  const ttfb = deadServer ? [] : await measureTtfb(ttfbTargets, options.ttfbRequests, options.ttfbWarmup)
+  await checkServers('During the time-to-first-byte probe')
 
-  if (gateway && !gatewayExit && options.profileDir) {
+  if (gateway && !deadServer && options.profileDir) {
     await gateway.stop()
     notes.push(`CPU profile of the gateway written to ${options.profileDir}.`)
   }

@@ -1,10 +1,12 @@
 import { join } from 'node:path'
-import { ProcessGroup, waitForLogLine } from './process-group'
+import { describeExit, ProcessGroup, waitForLogLine } from './process-group'
 
 export interface RunningUpstream {
   /** Ends in /v1, as OpenAI-compatible base URLs do. */
   baseUrl: string
   pid: number
+  /** Why the upstream is no longer running, or null while it runs. */
+  exitReport(): Promise<string | null>
 }
 
 /** Starts bench/fake-upstream.ts in its own process on a free port (no delays). */
@@ -15,5 +17,5 @@ export async function startUpstream(processes: ProcessGroup, workDir: string): P
     logPath,
   })
   const [, baseUrl] = await waitForLogLine(logPath, /listening on (http:\/\/\S+\/v1)/, child, 15_000)
-  return { baseUrl: baseUrl!, pid: child.pid }
+  return { baseUrl: baseUrl!, pid: child.pid, exitReport: () => describeExit('the fake upstream', child, logPath) }
 }
