@@ -35,7 +35,7 @@ const app = buildApp({
   bodyBudgetBytes: config.bodyBudgetBytes,
 })
 // Bun's own cap answers a bare 413 without a request id; the app enforces the real caps.
-const server = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, maxRequestBodySize: 256 * 1024 * 1024, idleTimeout: 255 })
+const server = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, development: false, maxRequestBodySize: 256 * 1024 * 1024, idleTimeout: 255 })
 const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}/v1`
 const control = embedded ? startControlSocket(config.dataDir, { baseUrl, createDemo: (options) => database.createDemoTenant(options) }) : null
 
