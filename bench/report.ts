@@ -12,13 +12,15 @@ export interface ScenarioOutcome {
   notMeasured: string | null
   /** Share of one core used during the measurement, per process. */
   cpuPercent: { gateway: number | null; upstream: number | null }
+  /** req/s of every round when there were several; the rest of the outcome is the median round's. */
+  roundsRps?: number[]
 }
 
 export interface BenchReport {
   date: Date
   machine: MachineInfo
   tool: LoadTool
-  settings: { durationS: number; connections: number; threads: number; keys: number; ttfbRequests: number }
+  settings: { durationS: number; rounds: number; connections: number; threads: number; keys: number; ttfbRequests: number }
   scenarios: ScenarioOutcome[]
   ttfb: TtfbResult[]
   notes: string[]
@@ -38,6 +40,11 @@ function errorCell(result: LoadResult): string {
   return `**${total}** (${parts.join(', ')})`
 }
 
+function roundsCell(scenario: ScenarioOutcome): string {
+  if (!scenario.roundsRps || scenario.roundsRps.length < 2) return ''
+  return ` (${Math.round(Math.min(...scenario.roundsRps))}-${Math.round(Math.max(...scenario.roundsRps))})`
+}
+
 function throughputTable(report: BenchReport): string[] {
   const direct = report.scenarios.find((scenario) => scenario.id === 'a')?.result
   const lines = [
@@ -53,7 +60,7 @@ function throughputTable(report: BenchReport): string[] {
     const share = direct ? percent(requestsPerSecond(result) / requestsPerSecond(direct)) : 'n/a'
     const cpu = (value: number | null) => (value === null ? '-' : `${value.toFixed(0)}%`)
     lines.push(
-      `| (${scenario.id}) ${scenario.label} | ${requestsPerSecond(result).toFixed(0)} | ${ms(result.latency_us.p50)} | ` +
+      `| (${scenario.id}) ${scenario.label} | ${requestsPerSecond(result).toFixed(0)}${roundsCell(scenario)} | ${ms(result.latency_us.p50)} | ` +
         `${ms(result.latency_us.p90)} | ${ms(result.latency_us.p99)} | ${errorCell(result)} | ${share} | ` +
         `${cpu(scenario.cpuPercent.gateway)} | ${cpu(scenario.cpuPercent.upstream)} |`,
     )
@@ -124,6 +131,7 @@ export function renderReport(report: BenchReport): string {
     `- machine: ${machine.cores} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.kernel}`,
     `- bun ${machine.bunVersion}; load tool: ${report.tool.description}` + (report.tool.name === 'wrk' ? `, ${settings.threads} thread(s)` : ''),
     `- each scenario: ${settings.connections} keep-alive connections for ${settings.durationS} s after a warm-up, ` +
+      (settings.rounds > 1 ? `${settings.rounds} rounds taken in turns (the median round is shown, the range of req/s in brackets), ` : '') +
       `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn`,
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
     `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +

@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path'
 import { chooseLoadTool, runLoadTool, type LoadTool, type LoadToolName } from './load-tool'
 import { readMachineInfo } from './machine-info'
 import { cpuSeconds, machineBusyPercent, ProcessGroup } from './process-group'
+import { requestsPerSecond, totalErrors } from './load-result'
 import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
@@ -21,6 +22,8 @@ import { startUpstream, type RunningUpstream } from './upstream-process'
 
 interface Options {
   durationS: number
+  /** Times each scenario is measured; the median round is reported. */
+  rounds: number
   connections: number
   threads: number
   tool: LoadToolName | null
@@ -52,6 +55,7 @@ function parseOptions(args: string[]): Options {
   const profile = value('profile')
   return {
     durationS: count('duration', 10),
+    rounds: count('rounds', 1),
     connections: count('connections', 50),
     threads: count('threads', 1),
     tool: tool ?? null,
@@ -97,11 +101,21 @@ interface Scenario {
   firstKey: string | null
 }
 
+/** The round with the median throughput, carrying every round's req/s; a round that failed or had errors wins, to be seen. */
+function medianRound(outcomes: ScenarioOutcome[]): ScenarioOutcome {
+  const failed = outcomes.find((outcome) => outcome.result === null)
+  if (failed || outcomes.length === 1) return failed ?? outcomes[0]!
+  const measured = outcomes.map((outcome) => ({ outcome, rps: requestsPerSecond(outcome.result!) })).sort((a, b) => a.rps - b.rps)
+  const withErrors = outcomes.find((outcome) => totalErrors(outcome.result!) > 0)
+  const shown = withErrors ?? measured[Math.floor((measured.length - 1) / 2)]!.outcome
+  return { ...shown, roundsRps: outcomes.map((outcome) => requestsPerSecond(outcome.result!)) }
+}
+
 async function measureScenario(
   scenario: Scenario,
-  context: { tool: LoadTool; options: Options; processes: ProcessGroup; workDir: string; pids: { gateway: number | null; upstream: number } },
+  context: { tool: LoadTool; options: Options; processes: ProcessGroup; workDir: string; pids: { gateway: number | null; upstream: number }; isWarm: boolean },
 ): Promise<ScenarioOutcome> {
-  const { tool, options, processes, workDir, pids } = context
+  const { tool, options, processes, workDir, pids, isWarm } = context
   const outcome: ScenarioOutcome = { id: scenario.id, label: scenario.label, result: null, notMeasured: null, cpuPercent: { gateway: null, upstream: null } }
   const problem = await checkChat(scenario.url, await Bun.file(scenario.bodyFile).text(), scenario.firstKey)
   if (problem) {
@@ -109,12 +123,14 @@ async function measureScenario(
     return outcome
   }
   const run = { url: scenario.url, bodyFile: scenario.bodyFile, keysFile: scenario.keysFile, connections: options.connections, threads: options.threads }
-  const warmupS = Math.max(1, Math.min(3, Math.round(options.durationS / 5)))
-  await runLoadTool(tool, { ...run, durationS: warmupS, logPath: join(workDir, `load-${scenario.id}-warmup.log`) }, processes)
+  if (!isWarm) {
+    const warmupS = Math.max(1, Math.min(3, Math.round(options.durationS / 5)))
+    await runLoadTool(tool, { ...run, durationS: warmupS, logPath: join(workDir, `load-${scenario.id}-warmup.log`) }, processes)
+  }
 
   const startedAt = performance.now()
   const cpuBefore = { gateway: pids.gateway ? await cpuSeconds(pids.gateway) : null, upstream: await cpuSeconds(pids.upstream) }
-  outcome.result = await runLoadTool(tool, { ...run, durationS: options.durationS, logPath: join(workDir, `load-${scenario.id}.log`) }, processes)
+  outcome.result = await runLoadTool(tool, { ...run, durationS: options.durationS, logPath: join(workDir, `load-${scenario.id}-${Date.now()}.log`) }, processes)
   const wallS = (performance.now() - startedAt) / 1000
   const share = async (pid: number | null, before: number | null) => {
     const after = pid ? await cpuSeconds(pid) : null
@@ -183,15 +199,21 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     }
   }
   await checkServers('Before the first scenario')
-  for (const scenario of scenarios) {
-    if (deadServer) {
-      outcomes.push({ id: scenario.id, label: scenario.label, result: null, notMeasured: 'FAILED: a server had exited', cpuPercent: { gateway: null, upstream: null } })
-      continue
+  // With several rounds the scenarios take turns (a b c a b c ...), so passing noise hits them alike.
+  const rounds = scenarios.map(() => [] as ScenarioOutcome[])
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const [index, scenario] of scenarios.entries()) {
+      if (deadServer) {
+        rounds[index]!.push({ id: scenario.id, label: scenario.label, result: null, notMeasured: 'FAILED: a server had exited', cpuPercent: { gateway: null, upstream: null } })
+        continue
+      }
+      const roundLabel = options.rounds > 1 ? `, round ${round} of ${options.rounds}` : ''
+      console.error(`measuring (${scenario.id}) ${scenario.label} for ${options.durationS} s${roundLabel} ...`)
+      rounds[index]!.push(await measureScenario(scenario, { tool, options, processes, workDir, pids, isWarm: round > 1 }))
+      await checkServers(`During (${scenario.id})`)
     }
-    console.error(`measuring (${scenario.id}) ${scenario.label} for ${options.durationS} s ...`)
-    outcomes.push(await measureScenario(scenario, { tool, options, processes, workDir, pids }))
-    await checkServers(`During (${scenario.id})`)
   }
+  outcomes.push(...rounds.map(medianRound))
   for (const id of ['b', 'c'] as const) {
     if (!gateway) outcomes.push({ id, label: id === 'b' ? 'gateway to the fake upstream' : 'gateway on the simulator', result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, upstream: null } })
   }
@@ -215,7 +237,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     date: new Date(),
     machine: readMachineInfo(repoDir),
     tool,
-    settings: { durationS: options.durationS, connections: options.connections, threads: options.threads, keys: gateway?.keys.length ?? 0, ttfbRequests: options.ttfbRequests },
+    settings: { durationS: options.durationS, rounds: options.rounds, connections: options.connections, threads: options.threads, keys: gateway?.keys.length ?? 0, ttfbRequests: options.ttfbRequests },
     scenarios: outcomes,
     ttfb,
     notes,
