@@ -1,0 +1,240 @@
+import {
+  billingMonth,
+  checkAdmitRequest,
+  checkCounters,
+  checkMonth,
+  checkOrgId,
+  checkSettlement,
+  defaultSettledRetentionMs,
+  moneyRefusal,
+  rateWindowMs,
+  retryAfterSeconds,
+  type AdmissionStore,
+  type AdmitRequest,
+  type AdmitResult,
+  type OrgCounters,
+  type OrgSnapshot,
+  type SettleResult,
+  type Settlement,
+} from '../../core/admission'
+
+interface Hold {
+  keyId: string
+  projectId: string
+  month: string
+  amount: bigint
+  expiresAtMs: number
+}
+
+interface OrgState {
+  /** Credits minus settled debits. */
+  balance: bigint
+  /** Sum of open holds, and the same per `<month>|<keyId>` and `<month>|<projectId>`. */
+  held: bigint
+  keyHeld: Map<string, bigint>
+  projectHeld: Map<string, bigint>
+  /** Settled spend: month -> id -> micro-EGP. */
+  keySpend: Map<string, Map<string, bigint>>
+  projectSpend: Map<string, Map<string, bigint>>
+  /** Admission times per key, ascending. */
+  windows: Map<string, number[]>
+  holds: Map<string, Hold>
+  /** No hold expires before this (a lower bound): until then there is nothing to release. */
+  nextExpiryMs: number
+  /** Settled request id -> when it is forgotten, in settling order. */
+  settled: Map<string, number>
+}
+
+// Months of settled spend kept per organization: the current one, and the previous ones that
+// requests admitted before midnight may still settle into.
+const monthsKept = 3
+
+/**
+ * The admission store of a single gateway process (the embedded default): the same rules as the
+ * Redis store, on plain maps. Each method runs to completion without awaiting, so concurrent calls
+ * are atomic with respect to each other.
+ */
+export class InProcessAdmissionStore implements AdmissionStore {
+  private readonly orgs = new Map<string, OrgState>()
+  private readonly settledRetentionMs: number
+
+  constructor(options: { settledRetentionMs?: number } = {}) {
+    this.settledRetentionMs = options.settledRetentionMs ?? defaultSettledRetentionMs
+  }
+
+  async admit(request: AdmitRequest): Promise<AdmitResult> {
+    checkAdmitRequest(request)
+    const month = billingMonth(request.nowMs, request.timeZone)
+    const org = this.orgs.get(request.orgId)
+    if (!org) return { admitted: false, reason: 'not_loaded' }
+    const { requestId, keyId, projectId, nowMs, rpmLimit: limit, worstCaseMicros } = request
+    if (org.holds.has(requestId)) throw new Error(`request ${requestId} was admitted before`)
+    releaseExpiredHolds(org, nowMs)
+
+    const window = org.windows.get(keyId) ?? []
+    dropBefore(window, nowMs - rateWindowMs)
+    if (window.length >= limit) return { admitted: false, reason: 'rate_limit_exceeded', limit, retryAfterS: retryAfterSeconds(window[window.length - limit]!, nowMs) }
+
+    const refusal = moneyRefusal({
+      worstCaseMicros,
+      balanceMicros: org.balance,
+      heldMicros: org.held,
+      keyCapMicros: request.keyCapMicros,
+      keySpentMicros: org.keySpend.get(month)?.get(keyId) ?? 0n,
+      keyHeldMicros: org.keyHeld.get(`${month}|${keyId}`) ?? 0n,
+      projectCapMicros: request.projectCapMicros,
+      projectSpentMicros: org.projectSpend.get(month)?.get(projectId) ?? 0n,
+      projectHeldMicros: org.projectHeld.get(`${month}|${projectId}`) ?? 0n,
+    })
+    if (refusal) return refusal
+
+    insertSorted(window, nowMs)
+    org.windows.set(keyId, window)
+    const expiresAtMs = nowMs + request.reservationTtlMs
+    const hold: Hold = { keyId, projectId, month, amount: worstCaseMicros, expiresAtMs }
+    org.holds.set(requestId, hold)
+    org.nextExpiryMs = Math.min(org.nextExpiryMs, expiresAtMs)
+    addHeld(org, hold, 1n)
+    return { admitted: true, limit, remaining: limit - window.length, month, reservedMicros: worstCaseMicros, expiresAtMs }
+  }
+
+  async settle(settlement: Settlement): Promise<SettleResult> {
+    checkSettlement(settlement)
+    const org = this.orgs.get(settlement.orgId)
+    if (!org) return { outcome: 'not_loaded', debitedMicros: 0n, releasedMicros: 0n }
+    const { requestId, nowMs, costMicros, month } = settlement
+    forgetSettled(org, nowMs)
+    if (isRemembered(org, requestId, nowMs)) return { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n }
+
+    const hold = org.holds.get(requestId)
+    if (hold) {
+      org.holds.delete(requestId)
+      addHeld(org, hold, -1n)
+    }
+    if (costMicros > 0n) {
+      org.balance -= costMicros
+      addSpend(org.keySpend, month, settlement.keyId, costMicros)
+      addSpend(org.projectSpend, month, settlement.projectId, costMicros)
+    }
+    org.settled.set(requestId, nowMs + this.settledRetentionMs)
+    return { outcome: hold ? 'settled' : 'settled_unreserved', debitedMicros: costMicros, releasedMicros: hold?.amount ?? 0n }
+  }
+
+  async releaseExpired(orgId: string, nowMs: number): Promise<number> {
+    checkOrgId(orgId)
+    const org = this.orgs.get(orgId)
+    if (!org) return 0
+    for (const [keyId, window] of org.windows) {
+      if (window.length === 0 || window[window.length - 1]! <= nowMs - rateWindowMs) org.windows.delete(keyId)
+    }
+    forgetSettled(org, nowMs)
+    return releaseExpiredHolds(org, nowMs)
+  }
+
+  async load(orgId: string, counters: OrgCounters, options: { onlyIfNotLoaded?: boolean } = {}): Promise<boolean> {
+    checkCounters(orgId, counters)
+    let org = this.orgs.get(orgId)
+    if (org && options.onlyIfNotLoaded) return false
+    if (!org) {
+      org = { balance: 0n, held: 0n, keyHeld: new Map(), projectHeld: new Map(), keySpend: new Map(), projectSpend: new Map(), windows: new Map(), holds: new Map(), nextExpiryMs: Infinity, settled: new Map() }
+      this.orgs.set(orgId, org)
+    }
+    org.balance = counters.balanceMicros
+    setMonth(org.keySpend, counters.month, new Map(counters.keySpend))
+    setMonth(org.projectSpend, counters.month, new Map(counters.projectSpend))
+    return true
+  }
+
+  async snapshot(orgId: string, month: string): Promise<OrgSnapshot | null> {
+    checkOrgId(orgId)
+    checkMonth(month)
+    const org = this.orgs.get(orgId)
+    if (!org) return null
+    return {
+      month,
+      balanceMicros: org.balance,
+      heldMicros: org.held,
+      keySpend: new Map(org.keySpend.get(month)),
+      projectSpend: new Map(org.projectSpend.get(month)),
+      keyHeld: heldIn(org.keyHeld, month),
+      projectHeld: heldIn(org.projectHeld, month),
+      reservations: [...org.holds]
+        .map(([requestId, hold]) => ({ requestId, keyId: hold.keyId, projectId: hold.projectId, month: hold.month, amountMicros: hold.amount, expiresAtMs: hold.expiresAtMs }))
+        .sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
+    }
+  }
+}
+
+function isRemembered(org: OrgState, requestId: string, nowMs: number): boolean {
+  const forgetAtMs = org.settled.get(requestId)
+  return forgetAtMs !== undefined && forgetAtMs > nowMs
+}
+
+function forgetSettled(org: OrgState, nowMs: number): void {
+  for (const [requestId, forgetAtMs] of org.settled) {
+    if (forgetAtMs > nowMs) break
+    org.settled.delete(requestId)
+  }
+}
+
+function releaseExpiredHolds(org: OrgState, nowMs: number): number {
+  if (nowMs < org.nextExpiryMs) return 0
+  let released = 0
+  let nextExpiryMs = Infinity
+  for (const [requestId, hold] of org.holds) {
+    if (hold.expiresAtMs <= nowMs) {
+      org.holds.delete(requestId)
+      addHeld(org, hold, -1n)
+      released++
+    } else {
+      nextExpiryMs = Math.min(nextExpiryMs, hold.expiresAtMs)
+    }
+  }
+  org.nextExpiryMs = nextExpiryMs
+  return released
+}
+
+function addHeld(org: OrgState, hold: Hold, sign: 1n | -1n): void {
+  if (hold.amount === 0n) return
+  const amount = sign * hold.amount
+  org.held += amount
+  addOrDelete(org.keyHeld, `${hold.month}|${hold.keyId}`, amount)
+  addOrDelete(org.projectHeld, `${hold.month}|${hold.projectId}`, amount)
+}
+
+function addOrDelete(map: Map<string, bigint>, field: string, amount: bigint): void {
+  const total = (map.get(field) ?? 0n) + amount
+  if (total > 0n) map.set(field, total)
+  else map.delete(field)
+}
+
+function addSpend(months: Map<string, Map<string, bigint>>, month: string, id: string, amount: bigint): void {
+  let spend = months.get(month)
+  if (!spend) setMonth(months, month, (spend = new Map()))
+  spend.set(id, (spend.get(id) ?? 0n) + amount)
+}
+
+function setMonth(months: Map<string, Map<string, bigint>>, month: string, spend: Map<string, bigint>): void {
+  months.set(month, spend)
+  if (months.size > monthsKept) months.delete([...months.keys()].sort()[0]!)
+}
+
+function heldIn(held: Map<string, bigint>, month: string): Map<string, bigint> {
+  const prefix = `${month}|`
+  const result = new Map<string, bigint>()
+  for (const [field, amount] of held) if (field.startsWith(prefix)) result.set(field.slice(prefix.length), amount)
+  return result
+}
+
+/** Drops the entries at or before `cutoffMs` from an ascending window. */
+function dropBefore(window: number[], cutoffMs: number): void {
+  let stale = 0
+  while (stale < window.length && window[stale]! <= cutoffMs) stale++
+  if (stale > 0) window.splice(0, stale)
+}
+
+function insertSorted(window: number[], atMs: number): void {
+  let index = window.length
+  while (index > 0 && window[index - 1]! > atMs) index--
+  window.splice(index, 0, atMs)
+}

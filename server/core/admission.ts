@@ -1,0 +1,293 @@
+/**
+ * Admission and billing counters: the port both stores implement (Redis in production, in process
+ * when embedded) and the rules they share.
+ *
+ * Money is integer micro-EGP. The Redis scripts compare amounts as Lua numbers (doubles), so every
+ * amount a store holds is an integer of magnitude below 2^53 (`maxMicros`, about 9.007 billion
+ * EGP); the stores refuse larger inputs with a RangeError rather than round them.
+ */
+import { GatewayError } from '@nilegate/shared/errors'
+import { billingMonth } from './admission-month'
+import { formatEgp } from './money'
+
+export { billingMonth, defaultBillingTimeZone } from './admission-month'
+
+/** The RPM window: requests admitted in the last 60 s count. */
+export const rateWindowMs = 60_000
+
+/**
+ * How long a settled request id is remembered, so that a replayed settlement changes nothing.
+ * Replays come from retries of a settle whose answer was lost: seconds later, not hours. Each
+ * remembered id costs about 100 bytes in the store, for this long.
+ */
+export const defaultSettledRetentionMs = 10 * 60_000
+
+/** The largest amount, in micro-EGP, the stores hold exactly: 2^53 - 1. */
+export const maxMicros = 9_007_199_254_740_991n
+
+/** One request asking to start: its key's rate window and the worst case of what it may cost. */
+export interface AdmitRequest {
+  /** Unique per request across gateways; also the id its settlement and ledger row carry. */
+  requestId: string
+  orgId: string
+  keyId: string
+  projectId: string
+  /** The effective RPM limit: the strictest of plan, organization, project override and key. */
+  rpmLimit: number
+  /** Estimated prompt at the input price plus max output at the output price. 0 for unpriced models. */
+  worstCaseMicros: bigint
+  /** Monthly caps, or null when there is none. */
+  keyCapMicros: bigint | null
+  projectCapMicros: bigint | null
+  nowMs: number
+  /** How long the hold lives if the request is never settled (its gateway died): above the longest request. */
+  reservationTtlMs: number
+  /** The organization's billing time zone; monthly caps reset at 00:00 on the 1st there. */
+  timeZone?: string
+}
+
+/** The request may start; its worst case is held until `settle` or `expiresAtMs`. */
+export interface Admitted {
+  admitted: true
+  /** For X-RateLimit-Limit-Requests and X-RateLimit-Remaining-Requests. */
+  limit: number
+  remaining: number
+  /** The billing month (yyyymm) the request counts in: pass it to `settle`. */
+  month: string
+  reservedMicros: bigint
+  expiresAtMs: number
+}
+
+/** The request may not start; nothing was recorded for it. */
+export type Refused =
+  | { admitted: false; reason: 'rate_limit_exceeded'; limit: number; retryAfterS: number }
+  | { admitted: false; reason: 'quota_exceeded' | 'insufficient_balance' }
+  | { admitted: false; reason: 'spending_cap_reached' | 'project_spend_cap_exceeded'; capMicros: bigint }
+  /** The organization's counters are absent (new, or the store lost them): load them and retry. */
+  | { admitted: false; reason: 'not_loaded' }
+
+export type AdmitResult = Admitted | Refused
+
+/** A refusal the client is told about (everything but `not_loaded`). */
+export type ClientRefusal = Exclude<Refused, { reason: 'not_loaded' }>
+
+/** What an admitted request finally cost. */
+export interface Settlement {
+  requestId: string
+  orgId: string
+  keyId: string
+  projectId: string
+  /** `Admitted.month`: the month whose caps the spend counts against. */
+  month: string
+  /** The actual cost; debited in full even above the reservation, since the tokens were produced. */
+  costMicros: bigint
+  nowMs: number
+}
+
+/**
+ * - `settled`: the hold was released and the cost debited.
+ * - `settled_unreserved`: the cost was debited, there was no hold to release (it expired and was
+ *   released, or the counters were rebuilt since admission).
+ * - `already_settled`: nothing changed; this request id was settled before.
+ * - `not_loaded`: nothing changed; the counters are absent, and rebuilding them from the ledger
+ *   (which records this request) accounts for the cost.
+ */
+export type SettleOutcome = 'settled' | 'settled_unreserved' | 'already_settled' | 'not_loaded'
+
+export interface SettleResult {
+  outcome: SettleOutcome
+  debitedMicros: bigint
+  /** The hold given back (the reservation), 0 when there was none. */
+  releasedMicros: bigint
+}
+
+/** Counters of one organization as the ledger knows them: used to seed or rebuild a store. */
+export interface OrgCounters {
+  /** The month (yyyymm) the spends are for. */
+  month: string
+  /** Credits minus settled debits. */
+  balanceMicros: bigint
+  keySpend: ReadonlyMap<string, bigint>
+  projectSpend: ReadonlyMap<string, bigint>
+}
+
+export interface ReservationView {
+  requestId: string
+  keyId: string
+  projectId: string
+  month: string
+  amountMicros: bigint
+  expiresAtMs: number
+}
+
+/** An organization's counters at one instant, for tests and the reconciler. */
+export interface OrgSnapshot {
+  month: string
+  /** Settled balance: credits minus settled debits; holds are not subtracted. */
+  balanceMicros: bigint
+  /** Sum of open holds. */
+  heldMicros: bigint
+  /** Settled spend in `month`. */
+  keySpend: Map<string, bigint>
+  projectSpend: Map<string, bigint>
+  /** Open holds counted against `month`'s caps. */
+  keyHeld: Map<string, bigint>
+  projectHeld: Map<string, bigint>
+  /** Every open hold, by request id. */
+  reservations: ReservationView[]
+}
+
+/**
+ * Atomic admission counters shared by every gateway of a deployment. Time is always passed in.
+ * A settled request id is remembered for the store's settled-retention period: a replay within it
+ * is a no-op.
+ */
+export interface AdmissionStore {
+  /**
+   * One atomic step: the key's sliding window at `rpmLimit`, then a hold of `worstCaseMicros`
+   * against the balance, the key's and the project's monthly caps; all or nothing. Checked in that
+   * order: rate limit, balance (`quota_exceeded` when it is <= 0, `insufficient_balance` when the
+   * worst case exceeds what is not held), key cap, project cap. Expired holds are released first.
+   */
+  admit(request: AdmitRequest): Promise<AdmitResult>
+  /** Releases the hold and debits the actual cost, exactly once per request id. */
+  settle(settlement: Settlement): Promise<SettleResult>
+  /** Releases every hold of the organization that expired by `nowMs`; returns how many. */
+  releaseExpired(orgId: string, nowMs: number): Promise<number>
+  /**
+   * Sets the balance and `month`'s spends from the ledger (open holds stay). With `onlyIfNotLoaded`
+   * it does nothing when counters exist (two gateways rebuilding at once). Returns whether it wrote.
+   */
+  load(orgId: string, counters: OrgCounters, options?: { onlyIfNotLoaded?: boolean }): Promise<boolean>
+  /** The counters for `month`, or null when none are loaded. */
+  snapshot(orgId: string, month: string): Promise<OrgSnapshot | null>
+}
+
+// Ids become parts of store keys and records: no separators, braces or spaces.
+const idPattern = /^[A-Za-z0-9_.:-]{1,128}$/
+const monthPattern = /^\d{4}(0[1-9]|1[0-2])$/
+
+function checkId(name: string, value: string): void {
+  if (!idPattern.test(value)) throw new RangeError(`${name} must be 1-128 characters of [A-Za-z0-9_.:-]: ${JSON.stringify(value)}`)
+}
+
+function checkMicros(name: string, value: bigint, { signed = false } = {}): void {
+  if (value > maxMicros || value < (signed ? -maxMicros : 0n)) throw new RangeError(`${name} must be ${signed ? 'within ±' : 'between 0 and '}${maxMicros} micro-EGP: ${value}`)
+}
+
+function checkMs(name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer of milliseconds: ${value}`)
+}
+
+export function checkOrgId(orgId: string): void {
+  checkId('orgId', orgId)
+}
+
+export function checkMonth(month: string): void {
+  if (!monthPattern.test(month)) throw new RangeError(`month must be yyyymm: ${JSON.stringify(month)}`)
+}
+
+/** Throws a RangeError for a request the stores cannot hold exactly. */
+export function checkAdmitRequest(request: AdmitRequest): void {
+  checkId('requestId', request.requestId)
+  checkId('orgId', request.orgId)
+  checkId('keyId', request.keyId)
+  checkId('projectId', request.projectId)
+  if (!Number.isSafeInteger(request.rpmLimit) || request.rpmLimit < 1) throw new RangeError(`rpmLimit must be a positive integer: ${request.rpmLimit}`)
+  checkMicros('worstCaseMicros', request.worstCaseMicros)
+  if (request.keyCapMicros !== null) checkMicros('keyCapMicros', request.keyCapMicros)
+  if (request.projectCapMicros !== null) checkMicros('projectCapMicros', request.projectCapMicros)
+  checkMs('nowMs', request.nowMs)
+  if (!Number.isSafeInteger(request.reservationTtlMs) || request.reservationTtlMs < 1) throw new RangeError(`reservationTtlMs must be a positive integer: ${request.reservationTtlMs}`)
+}
+
+export function checkSettlement(settlement: Settlement): void {
+  checkId('requestId', settlement.requestId)
+  checkId('orgId', settlement.orgId)
+  checkId('keyId', settlement.keyId)
+  checkId('projectId', settlement.projectId)
+  checkMonth(settlement.month)
+  checkMicros('costMicros', settlement.costMicros)
+  checkMs('nowMs', settlement.nowMs)
+}
+
+export function checkCounters(orgId: string, counters: OrgCounters): void {
+  checkId('orgId', orgId)
+  checkMonth(counters.month)
+  checkMicros('balanceMicros', counters.balanceMicros, { signed: true })
+  for (const [keyId, spend] of counters.keySpend) {
+    checkId('keyId', keyId)
+    checkMicros(`keySpend of ${keyId}`, spend)
+  }
+  for (const [projectId, spend] of counters.projectSpend) {
+    checkId('projectId', projectId)
+    checkMicros(`projectSpend of ${projectId}`, spend)
+  }
+}
+
+/** Whole seconds until an entry admitted at `admittedAtMs` leaves the window: 1 to 60. */
+export function retryAfterSeconds(admittedAtMs: number, nowMs: number): number {
+  return Math.min(60, Math.max(1, Math.ceil((admittedAtMs + rateWindowMs - nowMs) / 1000)))
+}
+
+/** What the money checks of `admit` look at; spends and holds are the current month's. */
+export interface MoneyPosition {
+  worstCaseMicros: bigint
+  balanceMicros: bigint
+  heldMicros: bigint
+  keyCapMicros: bigint | null
+  keySpentMicros: bigint
+  keyHeldMicros: bigint
+  projectCapMicros: bigint | null
+  projectSpentMicros: bigint
+  projectHeldMicros: bigint
+}
+
+/**
+ * The money refusal for a request, or null when its worst case fits everywhere. An unpriced request
+ * (worst case 0) is never refused for money. admit.lua applies the same rules.
+ */
+export function moneyRefusal(position: MoneyPosition): ClientRefusal | null {
+  const worst = position.worstCaseMicros
+  if (worst === 0n) return null
+  if (position.balanceMicros <= 0n) return { admitted: false, reason: 'quota_exceeded' }
+  if (worst > position.balanceMicros - position.heldMicros) return { admitted: false, reason: 'insufficient_balance' }
+  const keyCap = position.keyCapMicros
+  if (keyCap !== null && worst > keyCap - position.keySpentMicros - position.keyHeldMicros) return { admitted: false, reason: 'spending_cap_reached', capMicros: keyCap }
+  const projectCap = position.projectCapMicros
+  if (projectCap !== null && worst > projectCap - position.projectSpentMicros - position.projectHeldMicros) return { admitted: false, reason: 'project_spend_cap_exceeded', capMicros: projectCap }
+  return null
+}
+
+/** The error the client gets for a refusal, with its message and Retry-After. */
+export function refusalError(refusal: ClientRefusal): GatewayError {
+  switch (refusal.reason) {
+    case 'rate_limit_exceeded':
+      return new GatewayError('rate_limit_exceeded', `Rate limit reached: ${refusal.limit} requests per minute for this key. Retry after ${refusal.retryAfterS} s.`, null, refusal.retryAfterS)
+    case 'spending_cap_reached':
+      return new GatewayError('spending_cap_reached', `This API key has reached its monthly spend cap of ${formatEgp(refusal.capMicros)} EGP.`)
+    case 'project_spend_cap_exceeded':
+      return new GatewayError('project_spend_cap_exceeded', `The project has reached its monthly spend cap of ${formatEgp(refusal.capMicros)} EGP.`)
+    default:
+      return new GatewayError(refusal.reason)
+  }
+}
+
+/**
+ * Admits, rebuilding the organization's counters once when the store has none (a new organization,
+ * or Redis lost its data): `readCounters` reads them from the ledger. When two gateways rebuild at
+ * once, the first load wins. Still not loaded after that: service_unavailable.
+ */
+export async function admitLoaded(
+  store: AdmissionStore,
+  request: AdmitRequest,
+  readCounters: (orgId: string, month: string) => Promise<OrgCounters>,
+): Promise<Admitted | ClientRefusal> {
+  const first = await store.admit(request)
+  if (first.admitted || first.reason !== 'not_loaded') return first
+  const counters = await readCounters(request.orgId, billingMonth(request.nowMs, request.timeZone))
+  await store.load(request.orgId, counters, { onlyIfNotLoaded: true })
+  const second = await store.admit(request)
+  if (second.admitted || second.reason !== 'not_loaded') return second
+  throw new GatewayError('service_unavailable')
+}
