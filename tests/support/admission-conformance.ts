@@ -1,0 +1,504 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { maxMicros, type AdmissionStore, type AdmitRequest, type AdmitResult, type OrgSnapshot } from '../../server/core/admission'
+import { admitRequest, midJanuaryMs, newOrgId, orgCounters, settlementOf } from './admission-requests'
+
+/** Two gateways' views of the same counters (for a single-process store, the same store twice). */
+export interface AdmissionStores {
+  stores: [AdmissionStore, AdmissionStore]
+  close(): Promise<void>
+}
+
+/**
+ * The behaviour every AdmissionStore has: one suite, run against each store. Each test works on
+ * its own organization; concurrent calls alternate between the two gateways.
+ */
+export function describeAdmissionStore(name: string, open: () => Promise<AdmissionStores>): void {
+  describe(`${name} conforms to AdmissionStore`, () => {
+    let opened: AdmissionStores | undefined
+    const gateways = (): [AdmissionStore, AdmissionStore] => opened!.stores
+    const store = (): AdmissionStore => opened!.stores[0]
+
+    beforeAll(async () => {
+      opened = await open()
+    })
+    afterAll(async () => {
+      await opened?.close()
+    })
+
+    /** A loaded organization and a request factory bound to it. */
+    async function organization(balanceMicros: bigint, counters: Parameters<typeof orgCounters>[1] = {}) {
+      const orgId = newOrgId()
+      await store().load(orgId, orgCounters(balanceMicros, counters))
+      return { orgId, request: (overrides: Partial<AdmitRequest> = {}) => admitRequest({ orgId, ...overrides }) }
+    }
+
+    async function admitted(request: AdmitRequest, on: AdmissionStore = store()) {
+      const result = await on.admit(request)
+      if (!result.admitted) throw new Error(`expected ${request.requestId} to be admitted, got ${JSON.stringify(result)}`)
+      return result
+    }
+
+    /** Admits every request at once, alternating between the two gateways. */
+    function admitTogether(requests: AdmitRequest[]): Promise<AdmitResult[]> {
+      return Promise.all(requests.map((request, i) => gateways()[i % 2]!.admit(request)))
+    }
+
+    async function snapshot(orgId: string, month = '202501'): Promise<OrgSnapshot> {
+      const taken = await store().snapshot(orgId, month)
+      if (!taken) throw new Error(`${orgId} is not loaded`)
+      return taken
+    }
+
+    function reasons(results: AdmitResult[]): Record<string, number> {
+      const counts: Record<string, number> = {}
+      for (const result of results) {
+        const reason = result.admitted ? 'admitted' : result.reason
+        counts[reason] = (counts[reason] ?? 0) + 1
+      }
+      return counts
+    }
+
+    /** The held totals agree with the open holds, and no hold outgrows the balance. */
+    function expectHoldsConsistent(taken: OrgSnapshot): void {
+      const sum = taken.reservations.reduce((total, hold) => total + hold.amountMicros, 0n)
+      expect(taken.heldMicros).toBe(sum)
+      expect(taken.heldMicros <= (taken.balanceMicros > 0n ? taken.balanceMicros : 0n)).toBe(true)
+    }
+
+    describe('loading', () => {
+      test('answers not_loaded, and settles nothing, until the counters are loaded', async () => {
+        const orgId = newOrgId()
+        const request = admitRequest({ orgId })
+
+        const before = await store().admit(request)
+        const settled = await store().settle(settlementOf(request, { month: '202501' }))
+        const loaded = await store().load(orgId, orgCounters(5_000n))
+        const after = await store().admit(request)
+
+        expect(before).toEqual({ admitted: false, reason: 'not_loaded' })
+        expect(settled).toEqual({ outcome: 'not_loaded', debitedMicros: 0n, releasedMicros: 0n })
+        expect(await store().snapshot(newOrgId(), '202501')).toBeNull()
+        expect(loaded).toBe(true)
+        expect(after.admitted).toBe(true)
+      })
+
+      test('replaces the balance and the month spends but keeps open holds; onlyIfNotLoaded leaves loaded counters alone', async () => {
+        const { orgId, request } = await organization(10_000n, { keySpend: new Map([['key_a', 300n]]) })
+        await admitted(request({ worstCaseMicros: 1_000n }))
+
+        const skipped = await gateways()[1].load(orgId, orgCounters(1n), { onlyIfNotLoaded: true })
+        const replaced = await gateways()[1].load(orgId, orgCounters(8_000n, { keySpend: new Map([['key_b', 50n]]), projectSpend: new Map([['proj_a', 50n]]) }))
+
+        expect([skipped, replaced]).toEqual([false, true])
+        const taken = await snapshot(orgId)
+        expect({ balance: taken.balanceMicros, held: taken.heldMicros, keySpend: taken.keySpend, projectSpend: taken.projectSpend, keyHeld: taken.keyHeld }).toEqual({
+          balance: 8_000n,
+          held: 1_000n,
+          keySpend: new Map([['key_b', 50n]]),
+          projectSpend: new Map([['proj_a', 50n]]),
+          keyHeld: new Map([['key_a', 1_000n]]),
+        })
+      })
+
+      test('refuses a request id it admitted before', async () => {
+        const { request } = await organization(10_000n)
+        const first = request()
+        await admitted(first)
+
+        await expect(store().admit(first)).rejects.toThrow('admitted before')
+      })
+    })
+
+    describe('rate window', () => {
+      test('admits rpmLimit requests in 60 s and refuses the next until the oldest leaves', async () => {
+        const { request } = await organization(1_000_000n)
+        const t0 = midJanuaryMs
+
+        const firstFive = []
+        for (let i = 0; i < 5; i++) firstFive.push(await store().admit(request({ rpmLimit: 5, nowMs: t0 + i * 10_000 })))
+        const sixth = await store().admit(request({ rpmLimit: 5, nowMs: t0 + 50_000 }))
+        const retriedInCooldown = await store().admit(request({ rpmLimit: 5, nowMs: t0 + 59_999 }))
+        const afterOldestLeft = await store().admit(request({ rpmLimit: 5, nowMs: t0 + 60_000 }))
+
+        expect(firstFive.map((result) => (result.admitted ? [result.limit, result.remaining] : result))).toEqual([[5, 4], [5, 3], [5, 2], [5, 1], [5, 0]])
+        expect(sixth).toEqual({ admitted: false, reason: 'rate_limit_exceeded', limit: 5, retryAfterS: 10 })
+        expect(retriedInCooldown).toEqual({ admitted: false, reason: 'rate_limit_exceeded', limit: 5, retryAfterS: 1 })
+        expect(afterOldestLeft).toMatchObject({ admitted: true, limit: 5, remaining: 0 })
+      })
+
+      test('rounds Retry-After up to whole seconds', async () => {
+        const { request } = await organization(1_000_000n)
+        await admitted(request({ rpmLimit: 1, nowMs: midJanuaryMs + 1 }))
+
+        const refused = await store().admit(request({ rpmLimit: 1, nowMs: midJanuaryMs + 30_000 }))
+
+        expect(refused).toMatchObject({ reason: 'rate_limit_exceeded', retryAfterS: 31 })
+      })
+
+      test('never admits 2N across a minute boundary', async () => {
+        const { request } = await organization(1_000_000n)
+        const boundary = Date.UTC(2025, 0, 15, 10, 1, 0)
+
+        const before = await admitTogether(Array.from({ length: 10 }, () => request({ rpmLimit: 10, nowMs: boundary - 1 })))
+        const after = await admitTogether(Array.from({ length: 10 }, () => request({ rpmLimit: 10, nowMs: boundary + 1 })))
+        const minuteLater = await admitTogether(Array.from({ length: 10 }, () => request({ rpmLimit: 10, nowMs: boundary - 1 + 60_000 })))
+
+        expect(reasons(before)).toEqual({ admitted: 10 })
+        expect(after).toEqual(Array.from({ length: 10 }, () => ({ admitted: false, reason: 'rate_limit_exceeded', limit: 10, retryAfterS: 60 })))
+        expect(reasons(minuteLater)).toEqual({ admitted: 10 })
+      })
+
+      test('slides: each admission leaves exactly 60 s after it was made', async () => {
+        const { request } = await organization(1_000_000n)
+        const t0 = midJanuaryMs
+        const at = (offsetS: number) => store().admit(request({ rpmLimit: 3, nowMs: t0 + offsetS * 1_000 }))
+
+        const timeline = [await at(0), await at(20), await at(40), await at(50), await at(60), await at(70), await at(80), await at(99)]
+
+        expect(timeline.map((result) => (result.admitted ? 'admitted' : result.reason === 'rate_limit_exceeded' ? `retry ${result.retryAfterS}` : result.reason))).toEqual([
+          'admitted',
+          'admitted',
+          'admitted',
+          'retry 10',
+          'admitted',
+          'retry 10',
+          'admitted',
+          'retry 1',
+        ])
+      })
+
+      test('applies a lowered limit at once, waiting for enough admissions to leave', async () => {
+        const { request } = await organization(1_000_000n)
+        for (let i = 0; i < 5; i++) await admitted(request({ rpmLimit: 10, nowMs: midJanuaryMs + i * 1_000 }))
+
+        const refused = await store().admit(request({ rpmLimit: 2, nowMs: midJanuaryMs + 5_000 }))
+
+        // Four must leave for a fifth to fit under 2; the fourth (at +3 s) leaves at +63 s.
+        expect(refused).toEqual({ admitted: false, reason: 'rate_limit_exceeded', limit: 2, retryAfterS: 58 })
+      })
+
+      test('keeps one window per key: keys of one organization do not pool', async () => {
+        const { request } = await organization(1_000_000n)
+        await admitted(request({ rpmLimit: 1 }))
+
+        const sameKey = await store().admit(request({ rpmLimit: 1 }))
+        const otherKey = await store().admit(request({ rpmLimit: 1, keyId: 'key_b' }))
+
+        expect([sameKey.admitted, otherKey.admitted]).toEqual([false, true])
+      })
+
+      test('admits exactly rpmLimit of 500 concurrent requests on one key', async () => {
+        const { request } = await organization(1_000_000_000n)
+
+        const results = await admitTogether(Array.from({ length: 500 }, () => request({ rpmLimit: 100, worstCaseMicros: 1n })))
+
+        expect(reasons(results)).toEqual({ admitted: 100, rate_limit_exceeded: 400 })
+        expect(new Set(results.flatMap((result) => (result.admitted ? [result.remaining] : []))).size).toBe(100)
+      })
+    })
+
+    describe('money', () => {
+      test('answers quota_exceeded at a zero or negative balance, insufficient_balance when the worst case exceeds what is not held', async () => {
+        const empty = await organization(0n)
+        const overdrawn = await organization(-5n)
+        const small = await organization(1_500n)
+        await admitted(small.request({ worstCaseMicros: 1_000n }))
+
+        const results = [await store().admit(empty.request()), await store().admit(overdrawn.request()), await store().admit(small.request({ worstCaseMicros: 1_000n })), await store().admit(small.request({ worstCaseMicros: 500n }))]
+
+        expect(results.map((result) => (result.admitted ? 'admitted' : result.reason))).toEqual(['quota_exceeded', 'quota_exceeded', 'insufficient_balance', 'admitted'])
+      })
+
+      test('refuses at the key cap and at the project cap, counting settled spend and open holds of the month', async () => {
+        const { request } = await organization(1_000_000n, { keySpend: new Map([['key_a', 8_000n]]), projectSpend: new Map([['proj_a', 8_000n]]) })
+        await admitted(request({ keyCapMicros: 10_000n, worstCaseMicros: 1_500n }))
+
+        const overKeyCap = await store().admit(request({ keyCapMicros: 10_000n, worstCaseMicros: 501n }))
+        const atKeyCap = await store().admit(request({ keyCapMicros: 10_000n, worstCaseMicros: 500n }))
+        const overProjectCap = await store().admit(request({ keyId: 'key_b', projectCapMicros: 10_000n, worstCaseMicros: 1n }))
+
+        expect([overKeyCap, atKeyCap.admitted, overProjectCap]).toEqual([
+          { admitted: false, reason: 'spending_cap_reached', capMicros: 10_000n },
+          true,
+          { admitted: false, reason: 'project_spend_cap_exceeded', capMicros: 10_000n },
+        ])
+      })
+
+      test('checks rate limit, then balance, then key cap, then project cap', async () => {
+        const broke = await organization(0n)
+        await admitted(broke.request({ rpmLimit: 1, worstCaseMicros: 0n }))
+        const capped = await organization(1_000_000n)
+
+        const results = [
+          await store().admit(broke.request({ rpmLimit: 1, keyCapMicros: 0n, projectCapMicros: 0n })),
+          await store().admit(broke.request({ keyId: 'key_b', keyCapMicros: 0n, projectCapMicros: 0n })),
+          await store().admit(capped.request({ keyCapMicros: 0n, projectCapMicros: 0n })),
+          await store().admit(capped.request({ keyCapMicros: null, projectCapMicros: 0n })),
+        ]
+
+        expect(results.map((result) => (result.admitted ? 'admitted' : result.reason))).toEqual(['rate_limit_exceeded', 'quota_exceeded', 'spending_cap_reached', 'project_spend_cap_exceeded'])
+      })
+
+      test('never refuses an unpriced request for money', async () => {
+        const { request } = await organization(0n)
+
+        const result = await store().admit(request({ worstCaseMicros: 0n, keyCapMicros: 0n, projectCapMicros: 0n }))
+
+        expect(result.admitted).toBe(true)
+      })
+
+      test('records nothing on a refusal: no hold, no place in the window', async () => {
+        const { orgId, request } = await organization(0n)
+        const before = await snapshot(orgId)
+
+        const refusals = [await store().admit(request({ rpmLimit: 1 })), await store().admit(request({ rpmLimit: 1 }))]
+        const after = await snapshot(orgId)
+        await store().load(orgId, orgCounters(10_000n))
+        const once = await store().admit(request({ rpmLimit: 1 }))
+
+        expect(refusals.map((result) => !result.admitted && result.reason)).toEqual(['quota_exceeded', 'quota_exceeded'])
+        expect(after).toEqual(before)
+        expect(once.admitted).toBe(true)
+      })
+
+      test('of 500 concurrent admits against a balance covering exactly K worst cases, admits exactly K', async () => {
+        const { orgId, request } = await organization(137n * 1_000n)
+
+        const results = await admitTogether(Array.from({ length: 500 }, () => request({ worstCaseMicros: 1_000n })))
+
+        expect(reasons(results)).toEqual({ admitted: 137, insufficient_balance: 363 })
+        const taken = await snapshot(orgId)
+        expect(taken.heldMicros).toBe(137_000n)
+        expectHoldsConsistent(taken)
+      })
+
+      test('of 500 concurrent admits against a key cap covering exactly K worst cases, admits exactly K', async () => {
+        const { orgId, request } = await organization(1_000_000_000n, { keySpend: new Map([['key_a', 500n]]) })
+
+        const results = await admitTogether(Array.from({ length: 500 }, () => request({ worstCaseMicros: 1_000n, keyCapMicros: 500n + 73n * 1_000n })))
+
+        expect(reasons(results)).toEqual({ admitted: 73, spending_cap_reached: 427 })
+        expect((await snapshot(orgId)).keyHeld).toEqual(new Map([['key_a', 73_000n]]))
+      })
+
+      test('of 500 concurrent admits from five keys against a project cap covering exactly K worst cases, admits exactly K', async () => {
+        const { orgId, request } = await organization(1_000_000_000n)
+
+        const results = await admitTogether(Array.from({ length: 500 }, (_, i) => request({ keyId: `key_${i % 5}`, worstCaseMicros: 1_000n, projectCapMicros: 91n * 1_000n })))
+
+        expect(reasons(results)).toEqual({ admitted: 91, project_spend_cap_exceeded: 409 })
+        expect((await snapshot(orgId)).projectHeld).toEqual(new Map([['proj_a', 91_000n]]))
+      })
+
+      test('keeps a balance of 2^53 - 1 uEGP exact', async () => {
+        const { orgId, request } = await organization(maxMicros)
+        const big = request({ worstCaseMicros: maxMicros - 1n })
+        const bigAdmission = await admitted(big)
+
+        const tooMuch = await store().admit(request({ worstCaseMicros: 2n }))
+        const lastMicro = await store().admit(request({ worstCaseMicros: 1n }))
+        await store().settle(settlementOf(big, bigAdmission, { costMicros: maxMicros - 3n }))
+
+        expect([tooMuch, lastMicro.admitted]).toEqual([{ admitted: false, reason: 'insufficient_balance' }, true])
+        const taken = await snapshot(orgId)
+        expect([taken.balanceMicros, taken.heldMicros, taken.keySpend.get('key_a')]).toEqual([3n, 1n, maxMicros - 3n])
+      })
+
+      test('keeps a cap of 2^53 - 1 uEGP exact, and refuses amounts above it', async () => {
+        const { orgId, request } = await organization(maxMicros, { keySpend: new Map([['key_a', maxMicros - 5n]]) })
+
+        const results = [await store().admit(request({ keyCapMicros: maxMicros, worstCaseMicros: 6n })), await store().admit(request({ keyCapMicros: maxMicros, worstCaseMicros: 5n }))]
+
+        expect(results.map((result) => result.admitted)).toEqual([false, true])
+        await expect(store().admit(request({ worstCaseMicros: maxMicros + 1n }))).rejects.toThrow(RangeError)
+        await expect(store().load(orgId, orgCounters(maxMicros + 1n))).rejects.toThrow(RangeError)
+      })
+    })
+
+    describe('settle', () => {
+      test('releases the hold and debits a cheaper actual cost, so the difference is available again; a replay changes nothing', async () => {
+        const { orgId, request } = await organization(10_000n)
+        const first = request({ worstCaseMicros: 4_000n })
+        const admission = await admitted(first)
+
+        const settled = await store().settle(settlementOf(first, admission, { costMicros: 1_500n }))
+        const afterSettle = await snapshot(orgId)
+        const replays = [await store().settle(settlementOf(first, admission, { costMicros: 1_500n })), await gateways()[1].settle(settlementOf(first, admission, { costMicros: 9_999n }))]
+
+        expect(settled).toEqual({ outcome: 'settled', debitedMicros: 1_500n, releasedMicros: 4_000n })
+        expect(replays).toEqual([
+          { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n },
+          { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n },
+        ])
+        expect(await snapshot(orgId)).toEqual(afterSettle)
+        expect(afterSettle).toEqual({
+          month: '202501',
+          balanceMicros: 8_500n,
+          heldMicros: 0n,
+          keySpend: new Map([['key_a', 1_500n]]),
+          projectSpend: new Map([['proj_a', 1_500n]]),
+          keyHeld: new Map(),
+          projectHeld: new Map(),
+          reservations: [],
+        })
+        expect((await store().admit(request({ worstCaseMicros: 8_500n }))).admitted).toBe(true)
+      })
+
+      test('debits a cost above the hold in full, even below zero, and then answers quota_exceeded', async () => {
+        const { orgId, request } = await organization(1_200n)
+        const first = request({ worstCaseMicros: 1_000n })
+        const admission = await admitted(first)
+
+        const settled = await store().settle(settlementOf(first, admission, { costMicros: 1_500n }))
+        const next = await store().admit(request({ worstCaseMicros: 1n }))
+
+        expect(settled).toEqual({ outcome: 'settled', debitedMicros: 1_500n, releasedMicros: 1_000n })
+        expect((await snapshot(orgId)).balanceMicros).toBe(-300n)
+        expect(next).toEqual({ admitted: false, reason: 'quota_exceeded' })
+      })
+
+      test('debits a request it holds nothing for (counters rebuilt since admission) exactly once', async () => {
+        const { orgId, request } = await organization(10_000n)
+        const unknown = request()
+
+        const outcomes = [await store().settle(settlementOf(unknown, { month: '202501' }, { costMicros: 700n })), await store().settle(settlementOf(unknown, { month: '202501' }, { costMicros: 700n }))]
+
+        expect(outcomes.map((result) => result.outcome)).toEqual(['settled_unreserved', 'already_settled'])
+        expect((await snapshot(orgId)).balanceMicros).toBe(9_300n)
+      })
+
+      test('releases the hold where it was counted when settled under another key, and bills the key it names', async () => {
+        const { orgId, request } = await organization(10_000n)
+        const mislabelled = request({ keyId: 'key_a', worstCaseMicros: 2_000n })
+        const admission = await admitted(mislabelled)
+
+        const settled = await store().settle(settlementOf(mislabelled, admission, { keyId: 'key_b', costMicros: 600n }))
+
+        expect(settled).toEqual({ outcome: 'settled', debitedMicros: 600n, releasedMicros: 2_000n })
+        const taken = await snapshot(orgId)
+        expect([taken.balanceMicros, taken.heldMicros, taken.keyHeld, taken.projectHeld, taken.keySpend]).toEqual([9_400n, 0n, new Map(), new Map(), new Map([['key_b', 600n]])])
+      })
+
+      test('settles an unpriced request, holding and debiting nothing', async () => {
+        const { orgId, request } = await organization(0n)
+        const free = request({ worstCaseMicros: 0n })
+        const admission = await admitted(free)
+
+        const settled = await store().settle(settlementOf(free, admission, { costMicros: 0n }))
+
+        expect(settled).toEqual({ outcome: 'settled', debitedMicros: 0n, releasedMicros: 0n })
+        const taken = await snapshot(orgId)
+        expect([taken.balanceMicros, taken.heldMicros, taken.keySpend, taken.keyHeld, taken.reservations]).toEqual([0n, 0n, new Map(), new Map(), []])
+      })
+
+      test('of concurrent settles, each sent twice to two gateways, debits each request exactly once', async () => {
+        const { orgId, request } = await organization(10_000_000n)
+        const requests = Array.from({ length: 300 }, () => request({ worstCaseMicros: 10_000n, keyId: `key_${Math.floor(Math.random() * 3)}` }))
+        const admissions = await admitTogether(requests)
+        const costs = requests.map(() => BigInt(Math.floor(Math.random() * 10_001)))
+
+        const settlements = await Promise.all(
+          requests.flatMap((one, i) => [0, 1].map((copy) => gateways()[(i + copy) % 2]!.settle(settlementOf(one, admissions[i] as { month: string }, { costMicros: costs[i]! })))),
+        )
+
+        const total = costs.reduce((sum, cost) => sum + cost, 0n)
+        const outcomes = reasonsOf(settlements.map((result) => result.outcome))
+        expect(outcomes).toEqual({ settled: 300, already_settled: 300 })
+        const taken = await snapshot(orgId)
+        expect([taken.balanceMicros, taken.heldMicros, [...taken.keySpend.values()].reduce((a, b) => a + b, 0n), taken.projectSpend.get('proj_a')]).toEqual([10_000_000n - total, 0n, total, total])
+      })
+    })
+
+    describe('expiry', () => {
+      test('releases an expired hold inside the next admission, so a dead gateway does not block spending', async () => {
+        const { orgId, request } = await organization(3_000n)
+        const t0 = midJanuaryMs
+        const orphans = [request({ nowMs: t0, reservationTtlMs: 5_000 }), request({ nowMs: t0, reservationTtlMs: 5_000 }), request({ nowMs: t0, reservationTtlMs: 9_000 })]
+        for (const orphan of orphans) await admitted(orphan)
+
+        const whileHeld = await store().admit(request({ nowMs: t0 + 4_999 }))
+        const afterTwoExpired = await store().admit(request({ nowMs: t0 + 5_000, worstCaseMicros: 2_000n }))
+
+        expect(whileHeld).toEqual({ admitted: false, reason: 'insufficient_balance' })
+        expect(afterTwoExpired.admitted).toBe(true)
+        const taken = await snapshot(orgId)
+        expect(taken.reservations.map((hold) => hold.amountMicros).sort()).toEqual([1_000n, 2_000n])
+        expectHoldsConsistent(taken)
+      })
+
+      test('releaseExpired sweeps expired holds; the late settlement is still debited exactly once', async () => {
+        const { orgId, request } = await organization(10_000n)
+        const slow = request({ worstCaseMicros: 4_000n, reservationTtlMs: 1_000 })
+        const admission = await admitted(slow)
+        await admitted(request({ worstCaseMicros: 1_000n, reservationTtlMs: 60_000 }))
+
+        const early = await store().releaseExpired(orgId, midJanuaryMs + 999)
+        const released = await gateways()[1].releaseExpired(orgId, midJanuaryMs + 1_000)
+        const afterSweep = await snapshot(orgId)
+        const late = [
+          await store().settle(settlementOf(slow, admission, { costMicros: 2_500n, nowMs: midJanuaryMs + 2_000 })),
+          await store().settle(settlementOf(slow, admission, { costMicros: 2_500n, nowMs: midJanuaryMs + 3_000 })),
+        ]
+
+        expect([early, released]).toEqual([0, 1])
+        expect(afterSweep.heldMicros).toBe(1_000n)
+        expect(late.map((result) => [result.outcome, result.debitedMicros])).toEqual([
+          ['settled_unreserved', 2_500n],
+          ['already_settled', 0n],
+        ])
+        const taken = await snapshot(orgId)
+        expect([taken.balanceMicros, taken.heldMicros, taken.keySpend.get('key_a')]).toEqual([7_500n, 1_000n, 2_500n])
+      })
+    })
+
+    describe('billing month', () => {
+      const lastMsOfJanuaryInCairo = Date.UTC(2025, 0, 31, 21, 59, 59, 999)
+      const firstMsOfFebruaryInCairo = Date.UTC(2025, 0, 31, 22, 0, 0, 0)
+
+      test('resets the key and project caps at 00:00 Cairo on the 1st, but not the balance', async () => {
+        const { orgId, request } = await organization(100_000n)
+        const capped = { keyCapMicros: 1_000n, projectCapMicros: 1_000n, worstCaseMicros: 1_000n }
+        const january = request({ ...capped, nowMs: lastMsOfJanuaryInCairo - 60_000 })
+        const januaryAdmission = await admitted(january)
+        await store().settle(settlementOf(january, januaryAdmission, { nowMs: lastMsOfJanuaryInCairo - 30_000 }))
+
+        const lastMoment = await store().admit(request({ ...capped, nowMs: lastMsOfJanuaryInCairo }))
+        const midnight = await store().admit(request({ ...capped, nowMs: firstMsOfFebruaryInCairo }))
+
+        expect(januaryAdmission.month).toBe('202501')
+        expect(lastMoment).toEqual({ admitted: false, reason: 'spending_cap_reached', capMicros: 1_000n })
+        expect(midnight).toMatchObject({ admitted: true, month: '202502' })
+        const february = await snapshot(orgId, '202502')
+        expect([february.balanceMicros, february.heldMicros, february.keySpend, february.keyHeld]).toEqual([99_000n, 1_000n, new Map(), new Map([['key_a', 1_000n]])])
+      })
+
+      test('counts a request in flight at midnight in the month it was admitted in', async () => {
+        const { orgId, request } = await organization(100_000n)
+        const capped = { keyCapMicros: 1_000n, worstCaseMicros: 1_000n }
+        const straddling = request({ ...capped, nowMs: lastMsOfJanuaryInCairo - 5_000 })
+        const straddlingAdmission = await admitted(straddling)
+
+        const february = await store().admit(request({ ...capped, nowMs: firstMsOfFebruaryInCairo + 1_000 }))
+        await store().settle(settlementOf(straddling, straddlingAdmission, { costMicros: 800n, nowMs: firstMsOfFebruaryInCairo + 2_000 }))
+
+        expect(february.admitted).toBe(true)
+        const [jan, feb] = [await snapshot(orgId, '202501'), await snapshot(orgId, '202502')]
+        expect([jan.keySpend, jan.keyHeld, feb.keySpend, feb.keyHeld]).toEqual([new Map([['key_a', 800n]]), new Map(), new Map(), new Map([['key_a', 1_000n]])])
+      })
+
+      test('follows the organization time zone', async () => {
+        const { request } = await organization(100_000n)
+
+        const result = await admitted(request({ nowMs: Date.UTC(2025, 0, 31, 15, 0, 0), timeZone: 'Asia/Tokyo' }))
+
+        expect(result.month).toBe('202502')
+      })
+    })
+  })
+}
+
+function reasonsOf(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {}
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1
+  return counts
+}
