@@ -1,0 +1,155 @@
+/**
+ * The admission scripts and one typed wrapper each: the only place that knows their KEYS and ARGV
+ * positions (documented in each .lua header).
+ */
+import type { RedisClient } from './client'
+import { RedisScript } from './redis-script'
+import admitSource from './scripts/admit.lua' with { type: 'text' }
+import holdsSource from './scripts/holds.lua' with { type: 'text' }
+import loadCountersSource from './scripts/load-counters.lua' with { type: 'text' }
+import releaseExpiredSource from './scripts/release-expired.lua' with { type: 'text' }
+import settleSource from './scripts/settle.lua' with { type: 'text' }
+import snapshotSource from './scripts/snapshot.lua' with { type: 'text' }
+
+const admitScript = new RedisScript('admit', `${holdsSource}\n${admitSource}`)
+const settleScript = new RedisScript('settle', `${holdsSource}\n${settleSource}`)
+const releaseExpiredScript = new RedisScript('release-expired', `${holdsSource}\n${releaseExpiredSource}`)
+const loadCountersScript = new RedisScript('load-counters', loadCountersSource)
+const snapshotScript = new RedisScript('snapshot', snapshotSource)
+
+export const admissionScripts: readonly RedisScript[] = [admitScript, settleScript, releaseExpiredScript, loadCountersScript, snapshotScript]
+
+/**
+ * The keys of one organization. All carry the hash tag {o:<orgId>}, so every script touches one
+ * Redis Cluster slot. The balance and the held totals share one hash, and a month's settled spends
+ * another, so that a script reads what it checks with one HMGET each and a load replaces a month
+ * at once.
+ */
+export class OrgKeys {
+  readonly account: string
+  readonly holds: string
+  readonly expiries: string
+  readonly settled: string
+  private readonly base: string
+
+  constructor(prefix: string, orgId: string) {
+    this.base = `${prefix}{o:${orgId}}:`
+    this.account = `${this.base}acct`
+    this.holds = `${this.base}res`
+    this.expiries = `${this.base}rx`
+    this.settled = `${this.base}done`
+  }
+
+  spend(month: string): string {
+    return `${this.base}spend:${month}`
+  }
+
+  window(keyId: string): string {
+    return `${this.base}k:${keyId}:win`
+  }
+}
+
+export interface AdmitParams {
+  requestId: string
+  keyId: string
+  projectId: string
+  month: string
+  nowMs: number
+  windowMs: number
+  rpmLimit: number
+  worstCaseMicros: bigint
+  keyCapMicros: bigint | null
+  projectCapMicros: bigint | null
+  releaseLimit: number
+  expiresAtMs: number
+}
+
+export type AdmitReply =
+  | ['admitted', number]
+  | ['rate_limit_exceeded', number]
+  | ['quota_exceeded' | 'insufficient_balance' | 'spending_cap_reached' | 'project_spend_cap_exceeded' | 'not_loaded' | 'duplicate']
+
+export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParams): Promise<AdmitReply> {
+  const reply = await admitScript.run(
+    client,
+    [keys.account, keys.spend(p.month), keys.window(p.keyId), keys.holds, keys.expiries],
+    [
+      p.requestId,
+      p.keyId,
+      p.projectId,
+      p.month,
+      String(p.nowMs),
+      String(p.nowMs - p.windowMs),
+      String(p.windowMs),
+      String(p.rpmLimit),
+      String(p.worstCaseMicros),
+      p.keyCapMicros === null ? '' : String(p.keyCapMicros),
+      p.projectCapMicros === null ? '' : String(p.projectCapMicros),
+      String(p.releaseLimit),
+      String(p.expiresAtMs),
+    ],
+  )
+  return reply as AdmitReply
+}
+
+export interface SettleParams {
+  requestId: string
+  keyId: string
+  projectId: string
+  month: string
+  costMicros: bigint
+  nowMs: number
+  forgetAtMs: number
+  monthTtlMs: number
+}
+
+export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already_settled' | 'not_loaded']
+
+export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply> {
+  const reply = await settleScript.run(
+    client,
+    [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled],
+    [p.requestId, p.keyId, p.projectId, p.month, String(p.costMicros), String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs)],
+  )
+  return reply as SettleReply
+}
+
+/** Releases up to `limit` expired holds; returns how many it released. */
+export async function runReleaseExpired(client: RedisClient, keys: OrgKeys, nowMs: number, limit: number): Promise<number> {
+  const reply = await releaseExpiredScript.run(client, [keys.account, keys.holds, keys.expiries], [String(nowMs), String(limit)])
+  return reply as number
+}
+
+export interface LoadCountersParams {
+  onlyIfNotLoaded: boolean
+  month: string
+  balanceMicros: bigint
+  keySpend: ReadonlyMap<string, bigint>
+  projectSpend: ReadonlyMap<string, bigint>
+  monthTtlMs: number
+}
+
+/** Returns whether it wrote. */
+export async function runLoadCounters(client: RedisClient, keys: OrgKeys, p: LoadCountersParams): Promise<boolean> {
+  const args = [p.onlyIfNotLoaded ? '1' : '0', String(p.balanceMicros), String(p.monthTtlMs)]
+  for (const [keyId, spend] of p.keySpend) args.push(`k|${keyId}`, String(spend))
+  for (const [projectId, spend] of p.projectSpend) args.push(`p|${projectId}`, String(spend))
+  const reply = await loadCountersScript.run(client, [keys.account, keys.spend(p.month)], args)
+  return reply === 1
+}
+
+export interface SnapshotReply {
+  /** Flat field/value lists, as HGETALL answers. */
+  account: string[]
+  spend: string[]
+  holds: string[]
+  /** Flat requestId/expiry-ms list. */
+  expiries: string[]
+}
+
+export async function runSnapshot(client: RedisClient, keys: OrgKeys, month: string): Promise<SnapshotReply | null> {
+  const reply = (await snapshotScript.run(client, [keys.account, keys.spend(month), keys.holds, keys.expiries], [])) as string[][]
+  if (reply.length === 0) return null
+  const [account, spend, holds, expiries] = reply as [string[], string[], string[], string[]]
+  return { account, spend, holds, expiries }
+}

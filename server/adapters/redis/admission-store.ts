@@ -1,0 +1,202 @@
+import {
+  billingMonth,
+  checkAdmitRequest,
+  checkCounters,
+  checkMonth,
+  checkOrgId,
+  checkSettlement,
+  defaultSettledRetentionMs,
+  rateWindowMs,
+  type AdmissionStore,
+  type AdmitRequest,
+  type AdmitResult,
+  type OrgCounters,
+  type OrgSnapshot,
+  type ReservationView,
+  type SettleResult,
+  type Settlement,
+} from '../../core/admission'
+import { admissionScripts, OrgKeys, runAdmit, runLoadCounters, runReleaseExpired, runSettle, runSnapshot } from './admission-scripts'
+import { redisFailure, withDeadline, type RedisClient } from './client'
+
+export interface RedisAdmissionStoreOptions {
+  /** Put before every key (outside the hash tag): isolates tests, or deployments sharing a Redis. */
+  keyPrefix?: string
+  settledRetentionMs?: number
+  /** Most expired holds one admit releases before it decides, which bounds the script's run time. */
+  releaseBatch?: number
+  /** How long one call may wait for Redis before it fails with service_unavailable. */
+  commandTimeoutMs?: number
+}
+
+// A month's spend counters outlive the month (requests admitted before midnight settle into it)
+// and then expire on their own; every settle pushes the expiry out again.
+const monthCountersTtlMs = 62 * 24 * 60 * 60_000
+
+/**
+ * The admission store shared by every gateway on one Redis (or Redis Cluster): each operation is
+ * one script, run with EVALSHA in one round trip. Redis unreachable, or not answering within
+ * `commandTimeoutMs`: every method throws GatewayError('service_unavailable'). A call given up on
+ * may still have run in Redis: an admission's hold then expires with its TTL, and a settle may be
+ * repeated safely.
+ *
+ * Redis must not evict these keys (maxmemory-policy noeviction): a lost balance reads as "not
+ * loaded" and is rebuilt, but a lost hold or settled marker would go unnoticed.
+ */
+export class RedisAdmissionStore implements AdmissionStore {
+  private readonly keyPrefix: string
+  private readonly settledRetentionMs: number
+  private readonly releaseBatch: number
+  private readonly commandTimeoutMs: number
+
+  constructor(
+    private readonly client: RedisClient,
+    options: RedisAdmissionStoreOptions = {},
+  ) {
+    this.keyPrefix = options.keyPrefix ?? ''
+    if (/[{}]/.test(this.keyPrefix)) throw new RangeError('keyPrefix must not contain braces: they would replace the hash tag')
+    this.settledRetentionMs = options.settledRetentionMs ?? defaultSettledRetentionMs
+    this.releaseBatch = options.releaseBatch ?? 1_000
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 1_000
+  }
+
+  /** Sends every script with SCRIPT LOAD: call at start (a script that is missing later is loaded again). */
+  async loadScripts(): Promise<void> {
+    try {
+      await withDeadline(Promise.all(admissionScripts.map((script) => script.load(this.client))), this.commandTimeoutMs)
+    } catch (error) {
+      throw redisFailure(error)
+    }
+  }
+
+  async admit(request: AdmitRequest): Promise<AdmitResult> {
+    checkAdmitRequest(request)
+    const month = billingMonth(request.nowMs, request.timeZone)
+    const expiresAtMs = request.nowMs + request.reservationTtlMs
+    const reply = await this.attempt(() =>
+      runAdmit(this.client, this.keys(request.orgId), {
+        requestId: request.requestId,
+        keyId: request.keyId,
+        projectId: request.projectId,
+        month,
+        nowMs: request.nowMs,
+        windowMs: rateWindowMs,
+        rpmLimit: request.rpmLimit,
+        worstCaseMicros: request.worstCaseMicros,
+        keyCapMicros: request.keyCapMicros,
+        projectCapMicros: request.projectCapMicros,
+        expiresAtMs,
+        releaseLimit: this.releaseBatch,
+      }),
+    )
+    switch (reply[0]) {
+      case 'admitted':
+        return { admitted: true, limit: request.rpmLimit, remaining: reply[1], month, reservedMicros: request.worstCaseMicros, expiresAtMs }
+      case 'rate_limit_exceeded':
+        return { admitted: false, reason: 'rate_limit_exceeded', limit: request.rpmLimit, retryAfterS: reply[1] }
+      case 'spending_cap_reached':
+        return { admitted: false, reason: 'spending_cap_reached', capMicros: request.keyCapMicros! }
+      case 'project_spend_cap_exceeded':
+        return { admitted: false, reason: 'project_spend_cap_exceeded', capMicros: request.projectCapMicros! }
+      case 'duplicate':
+        throw new Error(`request ${request.requestId} was admitted before`)
+      default:
+        return { admitted: false, reason: reply[0] }
+    }
+  }
+
+  async settle(settlement: Settlement): Promise<SettleResult> {
+    checkSettlement(settlement)
+    const reply = await this.attempt(() =>
+      runSettle(this.client, this.keys(settlement.orgId), {
+        requestId: settlement.requestId,
+        keyId: settlement.keyId,
+        projectId: settlement.projectId,
+        month: settlement.month,
+        costMicros: settlement.costMicros,
+        nowMs: settlement.nowMs,
+        forgetAtMs: settlement.nowMs + this.settledRetentionMs,
+        monthTtlMs: monthCountersTtlMs,
+      }),
+    )
+    switch (reply[0]) {
+      case 'settled':
+        return { outcome: 'settled', debitedMicros: settlement.costMicros, releasedMicros: BigInt(reply[1]) }
+      case 'settled_unreserved':
+        return { outcome: 'settled_unreserved', debitedMicros: settlement.costMicros, releasedMicros: 0n }
+      default:
+        return { outcome: reply[0], debitedMicros: 0n, releasedMicros: 0n }
+    }
+  }
+
+  async releaseExpired(orgId: string, nowMs: number): Promise<number> {
+    checkOrgId(orgId)
+    const keys = this.keys(orgId)
+    let released = 0
+    for (;;) {
+      const batch = await this.attempt(() => runReleaseExpired(this.client, keys, nowMs, this.releaseBatch))
+      released += batch
+      if (batch < this.releaseBatch) return released
+    }
+  }
+
+  async load(orgId: string, counters: OrgCounters, options: { onlyIfNotLoaded?: boolean } = {}): Promise<boolean> {
+    checkCounters(orgId, counters)
+    return this.attempt(() =>
+      runLoadCounters(this.client, this.keys(orgId), {
+        onlyIfNotLoaded: options.onlyIfNotLoaded ?? false,
+        month: counters.month,
+        balanceMicros: counters.balanceMicros,
+        keySpend: counters.keySpend,
+        projectSpend: counters.projectSpend,
+        monthTtlMs: monthCountersTtlMs,
+      }),
+    )
+  }
+
+  async snapshot(orgId: string, month: string): Promise<OrgSnapshot | null> {
+    checkOrgId(orgId)
+    checkMonth(month)
+    const reply = await this.attempt(() => runSnapshot(this.client, this.keys(orgId), month))
+    if (!reply) return null
+    const expiries = new Map(pairs(reply.expiries).map(([requestId, atMs]) => [requestId, Number(atMs)]))
+    const reservations: ReservationView[] = pairs(reply.holds).map(([requestId, record]) => {
+      const [amount, holdMonth, keyId, projectId] = record.split('|') as [string, string, string, string]
+      return { requestId, keyId, projectId, month: holdMonth, amountMicros: BigInt(amount), expiresAtMs: expiries.get(requestId) ?? Number.NaN }
+    })
+    const account = new Map(pairs(reply.account))
+    return {
+      month,
+      balanceMicros: BigInt(account.get('bal')!),
+      heldMicros: BigInt(account.get('held') ?? '0'),
+      keySpend: amountsUnder(reply.spend, 'k|'),
+      projectSpend: amountsUnder(reply.spend, 'p|'),
+      keyHeld: amountsUnder(reply.account, `k|${month}|`),
+      projectHeld: amountsUnder(reply.account, `p|${month}|`),
+      reservations: reservations.sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
+    }
+  }
+
+  private keys(orgId: string): OrgKeys {
+    return new OrgKeys(this.keyPrefix, orgId)
+  }
+
+  private async attempt<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await withDeadline(run(), this.commandTimeoutMs)
+    } catch (error) {
+      throw redisFailure(error)
+    }
+  }
+}
+
+function pairs(flat: string[]): [string, string][] {
+  const result: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) result.push([flat[i]!, flat[i + 1]!])
+  return result
+}
+
+/** The amounts of the fields that start with `prefix`, by the rest of the field name. */
+function amountsUnder(flat: string[], prefix: string): Map<string, bigint> {
+  return new Map(pairs(flat).filter(([field]) => field.startsWith(prefix)).map(([field, amount]) => [field.slice(prefix.length), BigInt(amount)]))
+}

@@ -1,0 +1,53 @@
+-- settle.lua: settles one request exactly once: releases its hold (if it still has one) and debits
+-- the actual cost from the balance, adding it to the key's and project's spend of the month.
+-- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm> (the admission's month)
+-- KEYS[3] {o:ID}:res    KEYS[4] {o:ID}:rx    (as in admit.lua)
+-- KEYS[5] {o:ID}:done   sorted set: settled requestId scored by the ms it is forgotten
+-- ARGV[1] requestId   ARGV[2] keyId   ARGV[3] projectId   ARGV[4] yyyymm (the admission's month)
+-- ARGV[5] cost uEGP   ARGV[6] now ms   ARGV[7] ms the settled id is forgotten
+-- ARGV[8] ms the month's spend counters live
+-- Reply: {'settled', released uEGP} | {'settled_unreserved'} | {'already_settled'} | {'not_loaded'}
+-- The cost is debited in full even when it exceeds the hold (the tokens were produced), so the
+-- balance may go below zero; the next admission then answers quota_exceeded.
+local request_id, key_id, project_id, month = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
+local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field)
+if not account[1] then
+  return {'not_loaded'}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', ARGV[6])
+if redis.call('ZADD', KEYS[5], 'NX', ARGV[7], request_id) == 0 then
+  return {'already_settled'}
+end
+
+local cost = tonumber(ARGV[5])
+local new_balance = int(tonumber(account[1]) - cost) -- nil once written
+local released = nil
+local record = redis.call('HGET', KEYS[3], request_id)
+if record then
+  redis.call('HDEL', KEYS[3], request_id)
+  redis.call('ZREM', KEYS[4], request_id)
+  local amount, hold_month, hold_key, hold_project = parse_hold(record)
+  released = amount
+  if amount > 0 and hold_month == month and hold_key == key_id and hold_project == project_id then
+    -- The usual case: one write for the debit and the release.
+    local held, key_held, project_held = tonumber(account[2] or '0'), tonumber(account[3] or '0'), tonumber(account[4] or '0')
+    write_account(KEYS[1], {'bal', new_balance, 'held', int(held - amount)}, {key_field, key_held - amount, project_field, project_held - amount})
+    new_balance = nil
+  else
+    -- Settled under other ids than it was admitted with: release the hold where it was counted.
+    unhold(KEYS[1], amount, hold_month, hold_key, hold_project)
+  end
+end
+if new_balance and cost > 0 then
+  redis.call('HSET', KEYS[1], 'bal', new_balance)
+end
+if ARGV[5] ~= '0' then
+  redis.call('HINCRBY', KEYS[2], 'k|' .. key_id, ARGV[5])
+  redis.call('HINCRBY', KEYS[2], 'p|' .. project_id, ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ARGV[8])
+end
+if released then
+  return {'settled', int(released)}
+end
+return {'settled_unreserved'}

@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { GatewayError } from '@nilegate/shared/errors'
+import { RedisAdmissionStore } from '../../../server/adapters/redis/admission-store'
+import { createRedisClient, waitForRedis } from '../../../server/adapters/redis/client'
+import { admitLoaded, type AdmitResult } from '../../../server/core/admission'
+import { describeAdmissionStore } from '../../support/admission-conformance'
+import { openRedisStores, testRedisUrl, type TestRedisStores } from '../../support/admission-redis'
+import { closedPort, startRedisProxy } from '../../support/admission-redis-proxy'
+import { admitRequest, newOrgId, orgCounters, settlementOf } from '../../support/admission-requests'
+import { waitFor } from '../../support/wait-for'
+
+describeAdmissionStore('RedisAdmissionStore (two gateways on one Redis)', async () => {
+  const opened = await openRedisStores(2)
+  return { stores: [opened.stores[0]!, opened.stores[1]!], close: () => opened.close() }
+})
+
+async function failure(run: () => Promise<unknown>): Promise<{ error: unknown; elapsedMs: number }> {
+  const startedAt = performance.now()
+  try {
+    await run()
+  } catch (error) {
+    return { error, elapsedMs: performance.now() - startedAt }
+  }
+  throw new Error('expected a failure')
+}
+
+function codeOf(error: unknown): string | undefined {
+  return error instanceof GatewayError ? error.code : undefined
+}
+
+describe('RedisAdmissionStore on a live Redis', () => {
+  let redis: TestRedisStores
+
+  beforeAll(async () => {
+    redis = await openRedisStores(2)
+  })
+  afterAll(async () => {
+    await redis.close()
+  })
+
+  test('keeps every key of an organization under its hash tag, so each script runs on one cluster slot', async () => {
+    const orgId = newOrgId()
+    const [store] = redis.stores
+    await store!.load(orgId, orgCounters(10_000n, { keySpend: new Map([['key_a', 1n]]), projectSpend: new Map([['proj_a', 1n]]) }))
+    const request = admitRequest({ orgId })
+    const admission = await store!.admit(request)
+    await store!.settle(settlementOf(request, admission as { month: string }))
+    await store!.admit(admitRequest({ orgId, keyId: 'key_b' }))
+
+    const keys = (await redis.keys()).filter((key) => key.includes(orgId)).map((key) => key.slice(redis.keyPrefix.length))
+
+    const tag = `{o:${orgId}}:`
+    expect(keys.every((key) => key.startsWith(tag) && !/[{}]/.test(key.slice(tag.length)))).toBe(true)
+    expect(keys.map((key) => key.slice(tag.length)).sort()).toEqual(['acct', 'done', 'k:key_a:win', 'k:key_b:win', 'res', 'rx', 'spend:202501'])
+  })
+
+  test('loads its scripts again after SCRIPT FLUSH (NOSCRIPT), for many calls at once', async () => {
+    const orgId = newOrgId()
+    await redis.stores[0]!.load(orgId, orgCounters(1_000_000n))
+    await redis.clients[0]!.scriptFlush()
+
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => redis.stores[i % 2]!.admit(admitRequest({ orgId }))))
+
+    expect(results.every((result) => result.admitted)).toBe(true)
+    expect((await redis.stores[1]!.snapshot(orgId, '202501'))?.heldMicros).toBe(50_000n)
+  })
+
+  test('rebuilds counters Redis lost from the ledger, and still debits a request admitted before the loss exactly once', async () => {
+    const orgId = newOrgId()
+    const [store] = redis.stores
+    await store!.load(orgId, orgCounters(10_000n))
+    const inFlight = admitRequest({ orgId, worstCaseMicros: 3_000n })
+    const admission = (await store!.admit(inFlight)) as { month: string }
+    const lost = (await redis.keys()).filter((key) => key.includes(`{o:${orgId}}`))
+    await redis.clients[0]!.unlink(lost)
+    let ledgerReads = 0
+    const readLedger = async (_orgId: string, month: string) => {
+      ledgerReads++
+      return orgCounters(10_000n, { month })
+    }
+
+    const results: AdmitResult[] = [await store!.admit(admitRequest({ orgId })), await admitLoaded(store!, admitRequest({ orgId }), readLedger), await admitLoaded(store!, admitRequest({ orgId }), readLedger)]
+    const settlements = [await store!.settle(settlementOf(inFlight, admission, { costMicros: 2_000n })), await store!.settle(settlementOf(inFlight, admission, { costMicros: 2_000n }))]
+
+    expect(results.map((result) => result.admitted || result.reason)).toEqual(['not_loaded', true, true])
+    expect(ledgerReads).toBe(1)
+    expect(settlements.map((result) => result.outcome)).toEqual(['settled_unreserved', 'already_settled'])
+    expect((await store!.snapshot(orgId, '202501'))?.balanceMicros).toBe(8_000n)
+  })
+})
+
+describe('RedisAdmissionStore without Redis', () => {
+  test('fails closed with service_unavailable at once when nothing listens', async () => {
+    const client = createRedisClient(`redis://127.0.0.1:${closedPort()}`, { connectTimeoutMs: 200, log: () => {} })
+    const store = new RedisAdmissionStore(client, { commandTimeoutMs: 200 })
+    const orgId = newOrgId()
+
+    try {
+      const failures = [
+        await failure(() => waitForRedis(client, 100)),
+        await failure(() => store.loadScripts()),
+        await failure(() => store.admit(admitRequest({ orgId }))),
+        await failure(() => store.settle(settlementOf(admitRequest({ orgId }), { month: '202501' }))),
+        await failure(() => store.load(orgId, orgCounters(1n))),
+        await failure(() => store.snapshot(orgId, '202501')),
+        await failure(() => store.releaseExpired(orgId, 0)),
+      ]
+
+      expect(failures.map(({ error }) => codeOf(error))).toEqual(Array(7).fill('service_unavailable'))
+      expect(Math.max(...failures.map(({ elapsedMs }) => elapsedMs))).toBeLessThan(1_000)
+    } finally {
+      client.destroy()
+    }
+  })
+
+  describe('behind a proxy that can silence or cut Redis', () => {
+    const target = new URL(testRedisUrl)
+    const proxy = startRedisProxy({ hostname: target.hostname, port: Number(target.port || 6379) })
+    const client = createRedisClient(proxy.url, { connectTimeoutMs: 200, log: () => {} })
+    const store = new RedisAdmissionStore(client, { keyPrefix: `test:admission:proxy:${newOrgId()}:`, commandTimeoutMs: 200 })
+    const orgId = newOrgId()
+
+    beforeAll(async () => {
+      await waitForRedis(client, 5_000)
+      await store.load(orgId, orgCounters(1_000_000n))
+    })
+    afterAll(async () => {
+      await store.load(orgId, orgCounters(0n)).catch(() => {})
+      const direct = createRedisClient(testRedisUrl, { log: () => {} })
+      await waitForRedis(direct, 5_000)
+      for await (const keys of direct.scanIterator({ MATCH: `test:admission:proxy:*{o:${orgId}}*` })) if (keys.length > 0) await direct.unlink(keys)
+      direct.destroy()
+      client.destroy()
+      proxy.stop()
+    })
+
+    /** Admits once Redis is reachable again (the client reconnects in the background). */
+    async function admitWhenRecovered(): Promise<AdmitResult> {
+      let result: AdmitResult | undefined
+      await waitFor(
+        async () => {
+          result = await store.admit(admitRequest({ orgId })).catch(() => undefined)
+          return result !== undefined
+        },
+        { what: 'an admission after Redis came back' },
+      )
+      return result!
+    }
+
+    test('answers service_unavailable after the command timeout when Redis stops answering, and recovers', async () => {
+      proxy.silent = true
+
+      const { error, elapsedMs } = await failure(() => store.admit(admitRequest({ orgId })))
+      proxy.cut()
+      proxy.silent = false
+      const recovered = await admitWhenRecovered()
+
+      expect(codeOf(error)).toBe('service_unavailable')
+      expect(elapsedMs).toBeLessThan(1_000)
+      expect(recovered.admitted).toBe(true)
+    })
+
+    test('answers service_unavailable when the connection drops, and recovers', async () => {
+      proxy.cut()
+
+      const { error } = await failure(() => store.admit(admitRequest({ orgId })))
+      const recovered = await admitWhenRecovered()
+
+      expect(codeOf(error)).toBe('service_unavailable')
+      expect(recovered.admitted).toBe(true)
+    })
+  })
+})
