@@ -9,6 +9,8 @@ const Env = t.Object({
   DATA_DIR: t.String({ default: './data' }),
   DATABASE_URL: t.Optional(t.String({ minLength: 1 })),
   NILEGATE_CONFIG: t.Optional(t.String({ minLength: 1 })),
+  /** Redis for admission counters shared by every gateway; the in-process store when unset. */
+  REDIS_URL: t.Optional(t.String({ minLength: 1 })),
   /** Comma-separated IPs whose X-Forwarded-For is believed. */
   TRUSTED_PROXIES: t.String({ default: '' }),
   /** Bytes of request bodies that may be in flight at once before 503 large_request_backpressure. */
@@ -24,6 +26,7 @@ export interface Config {
   publicBaseUrl: string | null
   dataDir: string
   databaseUrl: string | null
+  redisUrl: string | null
   catalogPath: string | null
   trustedProxies: string[]
   bodyBudgetBytes: number
@@ -46,6 +49,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicBaseUrl: parsed.PUBLIC_BASE_URL ?? null,
     dataDir: parsed.DATA_DIR,
     databaseUrl: parsed.DATABASE_URL ?? null,
+    redisUrl: parsed.REDIS_URL ?? null,
     catalogPath: parsed.NILEGATE_CONFIG ?? null,
     trustedProxies: parsed.TRUSTED_PROXIES.split(',').map((ip) => ip.trim()).filter(Boolean),
     bodyBudgetBytes: parsed.BODY_BUDGET_BYTES,

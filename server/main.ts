@@ -2,7 +2,10 @@ import { Catalog } from './core/catalog'
 import { ApiKeyCache } from './core/authenticate'
 import { formatEgp } from './core/money'
 import { UsageRecorder } from './core/usage-recorder'
+import { InProcessAdmissionStore } from './adapters/in-process/admission-store'
 import { createProviderRegistry } from './adapters/providers'
+import { createRedisClient, waitForRedis } from './adapters/redis/client'
+import { RedisAdmissionStore } from './adapters/redis/admission-store'
 import { openDatabase, seedDemoIfEmpty } from './adapters/postgres/database'
 import { loadCatalogFile } from './catalog-file'
 import { loadConfig } from './config'
@@ -26,11 +29,22 @@ function lockDataDir() {
 const lock = embedded ? lockDataDir() : null
 const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
 const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs })
+const redis = config.redisUrl ? createRedisClient(config.redisUrl) : null
+async function openAdmissionStore() {
+  if (!redis) return new InProcessAdmissionStore()
+  await waitForRedis(redis, 10_000)
+  const store = new RedisAdmissionStore(redis)
+  await store.loadScripts()
+  return store
+}
+const admission = await openAdmissionStore()
 
 const app = buildApp({
   catalog,
   providerFor: createProviderRegistry(),
   usage,
+  admission,
+  ledger: database.ledger,
   keys: new ApiKeyCache(database.identities),
   bodyBudgetBytes: config.bodyBudgetBytes,
 })
@@ -39,7 +53,7 @@ const server = Bun.serve({ hostname: config.host, port: config.port, fetch: app.
 const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}/v1`
 const control = embedded ? startControlSocket(config.dataDir, { baseUrl, createDemo: (options) => database.createDemoTenant(options) }) : null
 
-console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
+console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, ${redis ? 'admission on Redis' : 'admission in process'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
 const demo = await seedDemoIfEmpty(database)
 if (demo) {
   console.log(`\nA demo organization was created with ${formatEgp(demo.balanceMicros)} EGP of credit. Its API key is shown once:\n`)
@@ -56,6 +70,7 @@ async function shutdown(signal: string): Promise<void> {
   await server.stop(false)
   await control?.stop()
   await usage.close()
+  await redis?.close()
   await database.close()
   lock?.release()
   process.exit(0)

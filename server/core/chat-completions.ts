@@ -7,19 +7,22 @@ import { InferenceCall, type InferenceDeps, type InferenceRequest } from './infe
 /** One event of a streamed answer: a chunk to send, or a failure after the stream began. */
 export type ChatStreamEvent = { chunk: ChatCompletionChunk; error?: undefined } | { error: GatewayError; chunk?: undefined }
 
-function openCall(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): InferenceCall {
+/** Resolves the model, checks max_tokens, and admits the request at its worst-case cost. */
+async function openCall(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<InferenceCall> {
   const call = new InferenceCall(deps, request, body.model, 'chat.completions', body.stream === true)
   const requested = body.max_completion_tokens ?? body.max_tokens
   if (requested != null && requested > call.model.contextWindow) {
     const param = body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens'
     throw new GatewayError('max_tokens_exceeded', `${param} is ${requested}, above the context window of '${call.model.id}' (${call.model.contextWindow} tokens).`, param)
   }
+  const maxCompletionTokens = (requested ?? call.model.maxOutputTokens) * (body.n ?? 1)
+  await call.admit(estimatePromptTokens(body.messages), maxCompletionTokens)
   return call
 }
 
 /** A whole chat completion. */
 export async function completeChat(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<ChatCompletion> {
-  const call = openCall(deps, body, request)
+  const call = await openCall(deps, body, request)
   const completion = await call.provider.chat(body, call.providerCall).catch((error: unknown) => call.fail(error))
   completion.model = call.model.id
   const { usage } = completion
@@ -43,7 +46,7 @@ function asGatewayError(error: unknown): GatewayError {
  * a client that goes away (499) pays for the tokens produced until then.
  */
 export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<AsyncGenerator<ChatStreamEvent, void>> {
-  const call = openCall(deps, body, request)
+  const call = await openCall(deps, body, request)
   const includeUsage = body.stream_options?.include_usage === true
   let upstream: AsyncIterator<ChatCompletionChunk>
   let first: IteratorResult<ChatCompletionChunk>

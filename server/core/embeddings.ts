@@ -10,7 +10,7 @@ export const maxEmbeddingItems = 2_048
 export const maxTokensPerEmbeddingCall = 300_000
 
 /** Normalises the four input shapes and enforces empty_input and the token budgets. */
-export function normalizeEmbeddingInput(input: EmbeddingsRequest['input'], itemTokenLimit: number): EmbeddingInput {
+export function normalizeEmbeddingInput(input: EmbeddingsRequest['input'], itemTokenLimit: number): { input: EmbeddingInput; estimatedTokens: number } {
   const items: Array<string | number[]> = typeof input === 'string' ? [input] : input.length > 0 && typeof input[0] === 'number' ? [input as number[]] : (input as Array<string | number[]>)
   if (items.length === 0) throw new GatewayError('empty_input', 'input is an empty array.', 'input')
   if (items.length > maxEmbeddingItems) {
@@ -30,7 +30,8 @@ export function normalizeEmbeddingInput(input: EmbeddingsRequest['input'], itemT
   if (total > maxTokensPerEmbeddingCall) {
     throw new GatewayError('input_too_large', `input has about ${total} tokens in all; the limit is ${maxTokensPerEmbeddingCall} per call.`, 'input')
   }
-  return kind === 'text' ? { kind, items: items as string[] } : { kind, items: items as number[][] }
+  const normalized: EmbeddingInput = kind === 'text' ? { kind, items: items as string[] } : { kind, items: items as number[][] }
+  return { input: normalized, estimatedTokens: total }
 }
 
 function encodeVector(vector: Float32Array, format: 'float' | 'base64'): number[] | string {
@@ -42,7 +43,7 @@ function encodeVector(vector: Float32Array, format: 'float' | 'base64'): number[
 export async function createEmbeddings(deps: InferenceDeps, body: EmbeddingsRequest, request: InferenceRequest): Promise<EmbeddingsResponse> {
   const call = new InferenceCall(deps, request, body.model, 'embeddings', false)
   const { model } = call
-  const input = normalizeEmbeddingInput(body.input, Math.min(maxTokensPerEmbeddingItem, model.contextWindow))
+  const { input, estimatedTokens } = normalizeEmbeddingInput(body.input, Math.min(maxTokensPerEmbeddingItem, model.contextWindow))
   const dimensions = body.dimensions ?? null
   if (dimensions !== null) {
     if (!model.supportsDimensions) throw new GatewayError('invalid_request', `The model '${model.id}' does not support dimensions.`, 'dimensions')
@@ -50,6 +51,7 @@ export async function createEmbeddings(deps: InferenceDeps, body: EmbeddingsRequ
       throw new GatewayError('invalid_request', `dimensions is ${dimensions}; '${model.id}' gives at most ${model.embeddingDimensions}.`, 'dimensions')
     }
   }
+  await call.admit(estimatedTokens, 0)
   const result = await call.provider.embed(input, dimensions, call.providerCall).catch((error: unknown) => call.fail(error))
   call.record(call.clientGone ? 499 : 200, result.promptTokens, 0)
   const format = body.encoding_format ?? 'float'

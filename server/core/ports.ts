@@ -44,8 +44,17 @@ export interface ApiKeyIdentity {
   revokedAt: number | null
   expiresAt: number | null
   scopes: string[]
+  /** The key's own RPM limit, or null. */
   rpmLimit: number | null
   orgStatus: 'active' | 'suspended'
+  planTier: 'free' | 'developer' | 'team' | 'enterprise'
+  orgRpmCeiling: number | null
+  projectRpmOverride: number | null
+  /** Monthly spend caps in micro-EGP, or null when there is none. */
+  keyMonthlyCapMicros: bigint | null
+  projectMonthlyCapMicros: bigint | null
+  /** IANA zone in which the organization's monthly caps reset. */
+  billingTimeZone: string
 }
 
 /** Looks API keys up by the SHA-256 hex digest of the secret. */
@@ -70,6 +79,11 @@ export interface UsageEvent {
   latencyMs: number
   region: string | null
   createdAt: Date
+}
+
+/** The ledger as admission needs it: balance (credits minus debits) and one month's spend per key and project. */
+export interface LedgerReader {
+  readCounters(orgId: string, month: string, timeZone: string): Promise<import('./admission').OrgCounters>
 }
 
 /** Writes usage events in batches; the hot path only queues. */

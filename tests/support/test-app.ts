@@ -5,6 +5,8 @@ import { ApiKeyCache } from '../../server/core/authenticate'
 import { Catalog } from '../../server/core/catalog'
 import type { ApiKeyIdentity, EmbeddingInput, EmbeddingResult, Provider, ProviderCall, UsageEvent } from '../../server/core/ports'
 import { loadCatalogFile } from '../../server/catalog-file'
+import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
+import type { OrgCounters } from '../../server/core/admission'
 import { buildApp } from '../../server/http/app'
 
 export const demoCatalogPath = new URL('../../server/demo-catalog.json', import.meta.url).pathname
@@ -19,7 +21,7 @@ export function chatRequest(overrides: Partial<ChatCompletionRequest> = {}): Cha
 
 /** An identity with every scope, with overrides. */
 export function keyIdentity(overrides: Partial<ApiKeyIdentity> = {}): ApiKeyIdentity {
-  return { keyId: 'key_test', orgId: 'org_test', projectId: 'proj_test', revokedAt: null, expiresAt: null, scopes: ['models.read', 'chat.completions', 'embeddings'], rpmLimit: null, orgStatus: 'active', ...overrides }
+  return { keyId: 'key_test', orgId: 'org_test', projectId: 'proj_test', revokedAt: null, expiresAt: null, scopes: ['models.read', 'chat.completions', 'embeddings'], rpmLimit: null, orgStatus: 'active', planTier: 'enterprise', orgRpmCeiling: null, projectRpmOverride: null, keyMonthlyCapMicros: null, projectMonthlyCapMicros: null, billingTimeZone: 'Africa/Cairo', ...overrides }
 }
 
 /** A provider whose answers the test scripts; it records the calls it saw. */
@@ -73,16 +75,27 @@ export class ScriptedProvider implements Provider {
 }
 
 /** The gateway's app over a scripted provider, an in-memory key store and a usage list. */
-export async function testApp(options: { identity?: ApiKeyIdentity; provider?: ScriptedProvider; bodyBudgetBytes?: number } = {}) {
+export async function testApp(options: { identity?: ApiKeyIdentity; provider?: ScriptedProvider; bodyBudgetBytes?: number; balanceMicros?: bigint; now?: () => number } = {}) {
   const secret = `sk-test${'x'.repeat(44)}`
   const provider = options.provider ?? new ScriptedProvider()
   const identity = options.identity ?? keyIdentity()
   const usage: UsageEvent[] = []
   const models = await loadCatalogFile(demoCatalogPath)
+  const admission = new InProcessAdmissionStore()
+  const ledgerReads: string[] = []
+  const ledger = {
+    async readCounters(orgId: string, month: string): Promise<OrgCounters> {
+      ledgerReads.push(orgId)
+      return { month, balanceMicros: options.balanceMicros ?? 1_000_000_000_000n, keySpend: new Map(), projectSpend: new Map() }
+    },
+  }
   const app = buildApp({
     catalog: new Catalog(models),
     providerFor: () => provider,
     usage: { record: (event) => usage.push(event) },
+    admission,
+    ledger,
+    now: options.now,
     keys: new ApiKeyCache({ findApiKeyByHash: async (hash) => (hash === hashApiKey(secret) ? identity : null) }),
     bodyBudgetBytes: options.bodyBudgetBytes ?? 256 * 1024 * 1024,
   })
@@ -90,5 +103,5 @@ export async function testApp(options: { identity?: ApiKeyIdentity; provider?: S
   /** A raw request to the app, authenticated unless headers say otherwise. */
   const send = (method: string, path: string, body?: BodyInit, extraHeaders: Record<string, string> = {}) =>
     app.handle(new Request(`http://localhost${path}`, { method, body, headers: { ...headers, 'content-type': 'application/json', ...extraHeaders } }))
-  return { app, api: treaty(app, { headers }), secret, provider, usage, send }
+  return { app, api: treaty(app, { headers }), secret, provider, usage, send, admission, ledgerReads }
 }

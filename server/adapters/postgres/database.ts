@@ -6,10 +6,11 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
-import type { IdentityStore, UsageRepository } from '../../core/ports'
+import type { IdentityStore, LedgerReader, UsageRepository } from '../../core/ports'
 import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoTenant, type DemoTenantOptions } from './demo-tenant'
 import type { Drizzle } from './drizzle'
 import { createIdentityRepository } from './identity-repository'
+import { createLedgerReader } from './ledger-repository'
 import * as schema from './schema'
 import { createUsageRepository } from './usage-repository'
 
@@ -31,6 +32,7 @@ export interface Database {
   readonly drizzle: Drizzle
   readonly identities: IdentityStore
   readonly usage: UsageRepository
+  readonly ledger: LedgerReader
   createDemoTenant(options?: DemoTenantOptions): Promise<DemoTenant>
   hasOrganizations(): Promise<boolean>
   /** Applies migrations that are missing; `openDatabase` already did, so this is a no-op unless the folder changed. */
@@ -101,6 +103,7 @@ function buildDatabase(kind: Database['kind'], db: Drizzle, lifecycle: { migrate
     drizzle: db,
     identities: createIdentityRepository(db),
     usage: createUsageRepository(db),
+    ledger: createLedgerReader(db),
     createDemoTenant: (options) => createDemoTenant(db, options),
     hasOrganizations: () => hasOrganizations(db),
     migrate: lifecycle.migrate,

@@ -1,9 +1,9 @@
 import { eq, sql } from 'drizzle-orm'
 import type { ApiKeyIdentity, IdentityStore } from '../../core/ports'
 import type { Drizzle } from './drizzle'
-import { apiKeys, organizations } from './schema'
+import { apiKeys, organizations, projects } from './schema'
 
-/** API key lookups for authentication: one indexed query joining the key with its organization. */
+/** API key lookups for authentication: one indexed query joining the key with its organization and project. */
 export function createIdentityRepository(db: Drizzle): IdentityStore {
   const findByHash = db
     .select({
@@ -15,9 +15,16 @@ export function createIdentityRepository(db: Drizzle): IdentityStore {
       scopes: apiKeys.scopes,
       rpmLimit: apiKeys.rpmLimit,
       orgStatus: organizations.status,
+      planTier: organizations.planTier,
+      orgRpmCeiling: organizations.customRpmCeiling,
+      projectRpmOverride: projects.rpmOverride,
+      keyMonthlyCapMicros: apiKeys.monthlySpendCapMicros,
+      projectMonthlyCapMicros: projects.monthlySpendCapMicros,
+      billingTimeZone: organizations.billingTimeZone,
     })
     .from(apiKeys)
     .innerJoin(organizations, eq(organizations.id, apiKeys.orgId))
+    .innerJoin(projects, eq(projects.id, apiKeys.projectId))
     .where(eq(apiKeys.secretHash, sql.placeholder('hashHex')))
     .limit(1)
     .prepare('find_api_key_by_hash')

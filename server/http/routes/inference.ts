@@ -15,6 +15,13 @@ export interface InferenceRouteDeps extends InferenceDeps {
   keys: ApiKeyCache
 }
 
+/** X-RateLimit-* headers of an admitted request (a 429 carries only Retry-After). */
+function setRateLimitHeaders(headers: Record<string, unknown>, context: InferenceRequest): void {
+  if (!context.rateLimit) return
+  headers['x-ratelimit-limit-requests'] = String(context.rateLimit.limit)
+  headers['x-ratelimit-remaining-requests'] = String(context.rateLimit.remaining)
+}
+
 /** The request as core sees it; its signal fires when the client goes away. */
 function inferenceRequest(request: Request, identity: ApiKeyIdentity, requestId: string, signal: AbortSignal = request.signal): InferenceRequest {
   return { requestId, identity, signal, startedAtMs: Date.now() }
@@ -36,11 +43,17 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
       '/v1/chat/completions',
       async ({ body, identity, request, set }) => {
         const requestId = set.headers['x-request-id'] as string
-        if (body.stream !== true) return completeChat(deps, body, inferenceRequest(request, identity, requestId))
+        if (body.stream !== true) {
+          const context = inferenceRequest(request, identity, requestId)
+          const completion = await completeChat(deps, body, context)
+          setRateLimitHeaders(set.headers, context)
+          return completion
+        }
         // A cancelled response body also stops the upstream, whether or not the request signal fired.
         const cancelled = new AbortController()
-        const signal = AbortSignal.any([request.signal, cancelled.signal])
-        const events = await openChatStream(deps, body, inferenceRequest(request, identity, requestId, signal))
+        const context = inferenceRequest(request, identity, requestId, AbortSignal.any([request.signal, cancelled.signal]))
+        const events = await openChatStream(deps, body, context)
+        setRateLimitHeaders(set.headers, context)
         return sseResponse(events, set.headers as Record<string, string>, () => cancelled.abort())
       },
       { body: ChatCompletionRequest },
@@ -51,7 +64,12 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
     .onTransform(rejectBodyProblem)
     .post(
       '/v1/embeddings',
-      ({ body, identity, request, set }) => createEmbeddings(deps, body, inferenceRequest(request, identity, set.headers['x-request-id'] as string)),
+      async ({ body, identity, request, set }) => {
+        const context = inferenceRequest(request, identity, set.headers['x-request-id'] as string)
+        const embeddings = await createEmbeddings(deps, body, context)
+        setRateLimitHeaders(set.headers, context)
+        return embeddings
+      },
       { body: EmbeddingsRequest },
     )
 

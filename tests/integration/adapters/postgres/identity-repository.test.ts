@@ -27,6 +27,12 @@ describeEachDatabase('findApiKeyByHash', (context) => {
       scopes: ['models.read', 'chat.completions', 'embeddings'],
       rpmLimit: 30,
       orgStatus: 'active',
+      planTier: 'enterprise',
+      orgRpmCeiling: null,
+      projectRpmOverride: null,
+      keyMonthlyCapMicros: null,
+      projectMonthlyCapMicros: null,
+      billingTimeZone: 'Africa/Cairo',
     })
   })
 

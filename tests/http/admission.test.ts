@@ -1,0 +1,127 @@
+import { describe, expect, test } from 'bun:test'
+import { billingMonth } from '../../server/core/admission'
+import { costMicros } from '../../server/core/money'
+import { chatRequest, embeddingsModel, keyIdentity, ScriptedProvider, testApp } from '../support/test-app'
+
+// nile/qwen2.5-7b-instruct: 5 EGP per 1M input tokens, 15 EGP per 1M output tokens (demo catalog).
+const inputPrice = 5_000_000n
+const outputPrice = 15_000_000n
+const post = (send: Awaited<ReturnType<typeof testApp>>['send'], body: unknown) => send('POST', '/v1/chat/completions', JSON.stringify(body))
+
+async function settledSnapshot(admission: Awaited<ReturnType<typeof testApp>>['admission']) {
+  // Settlement runs off the response path: wait until no hold is open.
+  for (let i = 0; i < 100; i++) {
+    const snapshot = await admission.snapshot('org_test', billingMonth(Date.now()))
+    if (snapshot && snapshot.reservations.length === 0) return snapshot
+    await Bun.sleep(1)
+  }
+  throw new Error('holds were never settled')
+}
+
+describe('admission on the inference routes', () => {
+  test('a success carries the effective limit and what remains of it', async () => {
+    const { send } = await testApp({ identity: keyIdentity({ rpmLimit: 40, projectRpmOverride: 30, planTier: 'developer' }) })
+
+    const first = await post(send, chatRequest())
+    const second = await post(send, chatRequest())
+
+    expect(first.headers.get('x-ratelimit-limit-requests')).toBe('30')
+    expect([first.headers.get('x-ratelimit-remaining-requests'), second.headers.get('x-ratelimit-remaining-requests')]).toEqual(['29', '28'])
+  })
+
+  test('past the RPM limit answers 429 with only Retry-After, and the message quotes the limit', async () => {
+    const { send, provider } = await testApp({ identity: keyIdentity({ rpmLimit: 2 }) })
+
+    await post(send, chatRequest())
+    await post(send, chatRequest({ stream: true }))
+    const refused = await post(send, chatRequest())
+
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers.get('retry-after'))).toBeWithin(1, 61)
+    expect(refused.headers.get('x-ratelimit-limit-requests')).toBeNull()
+    expect((await refused.json()).error).toMatchObject({ code: 'rate_limit_exceeded', type: 'rate_limit_error', message: expect.stringContaining('2 requests per minute') })
+    expect(provider.calls).toHaveLength(2)
+  })
+
+  test('a zero balance answers 402 quota_exceeded', async () => {
+    const { send } = await testApp({ balanceMicros: 0n })
+
+    const response = await post(send, chatRequest())
+
+    expect(response.status).toBe(402)
+    expect((await response.json()).error).toMatchObject({ code: 'quota_exceeded', type: 'quota_exceeded' })
+  })
+
+  test('a balance below the worst case answers 402 insufficient_balance saying how to fix it', async () => {
+    const { send } = await testApp({ balanceMicros: 1_000n })
+
+    const response = await post(send, chatRequest({ max_tokens: 1_000 }))
+
+    expect(response.status).toBe(402)
+    expect((await response.json()).error.message).toContain('lower max_tokens')
+  })
+
+  test('key and project monthly caps answer 402 with their codes, the project cap quoted in EGP', async () => {
+    const keyCapped = await testApp({ identity: keyIdentity({ keyMonthlyCapMicros: 100n }) })
+    const projectCapped = await testApp({ identity: keyIdentity({ projectMonthlyCapMicros: 2_500_000n }) })
+
+    const keyResponse = await post(keyCapped.send, chatRequest({ max_tokens: 1_000 }))
+    const projectResponse = await post(projectCapped.send, chatRequest({ max_tokens: 30_000, n: 10 }))
+
+    expect((await keyResponse.json()).error.code).toBe('spending_cap_reached')
+    expect(await projectResponse.json()).toMatchObject({ error: { code: 'project_spend_cap_exceeded', message: expect.stringContaining('2.500000 EGP') } })
+  })
+
+  test('embeddings are admitted at their input cost', async () => {
+    const { send } = await testApp({ balanceMicros: 0n })
+
+    const response = await send('POST', '/v1/embeddings', JSON.stringify({ model: embeddingsModel, input: 'hello' }))
+
+    expect(response.status).toBe(402)
+  })
+
+  test('500 concurrent requests against a balance covering exactly K worst cases: exactly K run, and the balance never goes negative', async () => {
+    const maxTokens = 100
+    const body = chatRequest({ max_tokens: maxTokens })
+    const worstCase = costMicros(11, maxTokens, inputPrice, outputPrice)
+    const k = 37
+    const { send, admission, usage } = await testApp({ balanceMicros: worstCase * BigInt(k) })
+
+    const statuses = await Promise.all(Array.from({ length: 500 }, () => post(send, body).then((response) => response.status)))
+
+    expect(statuses.filter((status) => status === 200)).toHaveLength(k)
+    expect(statuses.filter((status) => status === 402)).toHaveLength(500 - k)
+    const snapshot = await settledSnapshot(admission)
+    const debited = usage.reduce((sum, event) => sum + event.costMicros, 0n)
+    expect(snapshot.balanceMicros).toBe(worstCase * BigInt(k) - debited)
+    expect(snapshot.balanceMicros >= 0n).toBe(true)
+  })
+
+  test('every request is settled exactly once at its actual cost, a dropped stream for what it produced', async () => {
+    const provider = new ScriptedProvider()
+    provider.usage = null
+    provider.chunks = ['one ', 'two ', 'three ', 'four ']
+    const { send, admission, usage } = await testApp({ provider, balanceMicros: 10_000_000n })
+
+    await post(send, chatRequest())
+    const stream = await post(send, chatRequest({ stream: true }))
+    const reader = stream.body!.getReader()
+    await reader.read()
+    await reader.read()
+    await reader.cancel()
+
+    const snapshot = await settledSnapshot(admission)
+    expect(usage.map((event) => event.status)).toEqual([200, 499])
+    expect(snapshot.balanceMicros).toBe(10_000_000n - usage[0]!.costMicros - usage[1]!.costMicros)
+    expect(snapshot.keySpend.get('key_test')).toBe(usage[0]!.costMicros + usage[1]!.costMicros)
+  })
+
+  test('counters are read from the ledger once, then kept', async () => {
+    const { send, ledgerReads } = await testApp()
+
+    await post(send, chatRequest())
+    await post(send, chatRequest())
+
+    expect(ledgerReads).toEqual(['org_test'])
+  })
+})
