@@ -76,7 +76,12 @@ export class InferenceCall {
         reservationTtlMs: this.deployment.timeouts.totalMs + reservationMarginMs,
         timeZone: identity.billingTimeZone,
       },
-      (orgId, month) => this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone),
+      (orgId, month) =>
+        this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone).catch((error: unknown) => {
+          // Without the ledger the balance is unknown: refuse rather than serve unbilled (fail closed).
+          ;(this.deps.log ?? console.error)(`reading the ledger of ${orgId} failed`, error)
+          throw new GatewayError('service_unavailable', 'Billing is temporarily unavailable. Retry in 30 to 60 seconds.')
+        }),
     )
     if (!result.admitted) throw refusalError(result)
     this.admitted = result

@@ -125,3 +125,15 @@ describe('admission on the inference routes', () => {
     expect(ledgerReads).toEqual(['org_test'])
   })
 })
+
+describe('admission when the ledger cannot be read', () => {
+  test('answers 503 service_unavailable instead of serving unbilled', async () => {
+    const { send, provider } = await testApp({ ledgerFails: true })
+
+    const response = await post(send, chatRequest())
+
+    expect(response.status).toBe(503)
+    expect((await response.json()).error.code).toBe('service_unavailable')
+    expect(provider.calls).toHaveLength(0)
+  })
+})

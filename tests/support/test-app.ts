@@ -75,7 +75,7 @@ export class ScriptedProvider implements Provider {
 }
 
 /** The gateway's app over a scripted provider, an in-memory key store and a usage list. */
-export async function testApp(options: { identity?: ApiKeyIdentity; provider?: ScriptedProvider; bodyBudgetBytes?: number; balanceMicros?: bigint; now?: () => number } = {}) {
+export async function testApp(options: { identity?: ApiKeyIdentity; provider?: ScriptedProvider; bodyBudgetBytes?: number; balanceMicros?: bigint; now?: () => number; ledgerFails?: boolean } = {}) {
   const secret = `sk-test${'x'.repeat(44)}`
   const provider = options.provider ?? new ScriptedProvider()
   const identity = options.identity ?? keyIdentity()
@@ -86,6 +86,7 @@ export async function testApp(options: { identity?: ApiKeyIdentity; provider?: S
   const ledger = {
     async readCounters(orgId: string, month: string): Promise<OrgCounters> {
       ledgerReads.push(orgId)
+      if (options.ledgerFails) throw new Error('connection refused')
       return { month, balanceMicros: options.balanceMicros ?? 1_000_000_000_000n, keySpend: new Map(), projectSpend: new Map() }
     },
   }
@@ -96,6 +97,7 @@ export async function testApp(options: { identity?: ApiKeyIdentity; provider?: S
     admission,
     ledger,
     now: options.now,
+    log: () => {},
     keys: new ApiKeyCache({ findApiKeyByHash: async (hash) => (hash === hashApiKey(secret) ? identity : null) }),
     bodyBudgetBytes: options.bodyBudgetBytes ?? 256 * 1024 * 1024,
   })
