@@ -121,6 +121,9 @@ export class UsageRecorder implements UsageSink {
         this.failures = 0
         this.lastError = null
       }
+      // Let requests in between: an embedded database writes on this thread, and back-to-back
+      // batches would otherwise hold every response until the last one is written.
+      if (owed > 0 || this.queue.length >= this.batchSize) await new Promise((resolve) => setImmediate(resolve))
     }
   }
 
