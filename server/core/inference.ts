@@ -124,14 +124,15 @@ export class InferenceCall {
 
   /**
    * Debits the actual cost and releases the hold, off the response path. Should the store be
-   * unreachable, the hold expires on its own and the reconciler debits from the ledger row (I4).
+   * unreachable, the hold expires on its own and the usage row still records the debit, so counters
+   * rebuilt from the ledger include it.
    */
   private settle(cost: bigint, nowMs: number): void {
     const { identity, requestId } = this.request
     const month = this.admitted!.month
     this.deps.admission
       .settle({ requestId, orgId: identity.orgId, keyId: identity.keyId, projectId: identity.projectId, month, costMicros: cost, nowMs })
-      .catch((error: unknown) => (this.deps.log ?? console.error)(`settling ${requestId} failed; the reconciler will debit it from the ledger`, error))
+      .catch((error: unknown) => (this.deps.log ?? console.error)(`settling ${requestId} failed; its hold expires on its own and its usage row keeps the debit`, error))
   }
 
   /** Records a failure before any token was produced and passes the error on. */
