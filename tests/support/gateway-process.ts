@@ -21,6 +21,8 @@ export interface GatewayOptions {
   database: GatewayDatabase
   /** A catalog file for NILEGATE_CONFIG; the demo catalog when absent. */
   catalogPath?: string
+  /** An existing Postgres database to share with other gateways (not dropped by `stop()`). */
+  sharedDatabaseUrl?: string
   /** More environment for the gateway and the CLI (e.g. USAGE_FLUSH_MS). */
   env?: Record<string, string>
   startTimeoutMs?: number
@@ -163,8 +165,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     dataDir.remove()
   }
   try {
-    if (options.database === 'postgres') postgresDatabase = await createPostgresDatabase()
-    const databaseUrl = postgresDatabase?.url ?? null
+    if (options.database === 'postgres' && !options.sharedDatabaseUrl) postgresDatabase = await createPostgresDatabase()
+    const databaseUrl = options.sharedDatabaseUrl ?? postgresDatabase?.url ?? null
     const env = gatewayEnv(options, dataDir.path, databaseUrl)
     child = Bun.spawn(['bun', 'server/main.ts'], { cwd: repoDir, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
     running.add(child)

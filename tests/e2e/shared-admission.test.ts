@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import OpenAI from 'openai'
+import postgres from 'postgres'
+import { createClient } from 'redis'
+import { createPostgresDatabase } from '../support/databases'
+import { startGateway, type RunningGateway } from '../support/gateway-process'
+
+// Two gateways share one Postgres and one Redis (a database index of its own, emptied before and
+// after): admission must hold across them (DESIGN.md I1).
+const redisUrl = 'redis://127.0.0.1:6379/11'
+const model = 'nile/qwen2.5-7b-instruct'
+// Worst case of one request below: 10 estimated prompt tokens at 5 EGP/1M plus 1,000 output tokens
+// at 15 EGP/1M = 15,050 micro-EGP.
+const worstCaseMicros = 15_050
+const k = 23
+
+let database: Awaited<ReturnType<typeof createPostgresDatabase>>
+let gateways: RunningGateway[] = []
+let workDir: string
+
+async function flushRedis(): Promise<void> {
+  const client = await createClient({ url: redisUrl }).connect()
+  await client.flushDb()
+  await client.close()
+}
+
+beforeAll(async () => {
+  await flushRedis()
+  database = await createPostgresDatabase()
+  workDir = mkdtempSync(join(tmpdir(), 'nilegate-shared-'))
+  // The demo catalog with a slow first token, so every request is admitted or refused before any settles.
+  const catalog = await Bun.file(new URL('../../server/demo-catalog.json', import.meta.url)).json()
+  for (const entry of catalog.models) for (const deployment of entry.deployments) deployment.simulator = { ttft_ms: 1_500, inter_token_ms: 0 }
+  const catalogPath = join(workDir, 'catalog.json')
+  writeFileSync(catalogPath, JSON.stringify(catalog))
+  const options = { database: 'postgres' as const, sharedDatabaseUrl: database.url, catalogPath, env: { REDIS_URL: redisUrl, USAGE_FLUSH_MS: '20' } }
+  gateways.push(await startGateway(options))
+  gateways.push(await startGateway(options))
+}, 90_000)
+
+afterAll(async () => {
+  await Promise.all(gateways.map((gateway) => gateway.stop()))
+  gateways = []
+  await database?.drop()
+  await flushRedis()
+  rmSync(workDir, { recursive: true, force: true })
+}, 60_000)
+
+describe('two gateways on one Redis and one Postgres', () => {
+  test('200 requests at once over both against a balance covering exactly K worst cases: exactly K run, and the ledger never exceeds the credit', async () => {
+    const apiKey = await gateways[0]!.createApiKey({ balanceEgp: ((k * worstCaseMicros) / 1_000_000).toFixed(6), rpm: 100_000 })
+    const clients = gateways.map((gateway) => new OpenAI({ baseURL: gateway.baseUrl, apiKey, maxRetries: 0 }))
+
+    const outcomes = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        clients[i % 2]!.chat.completions
+          .create({ model, messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 1_000 })
+          .then(() => 'admitted')
+          .catch((error: { status?: number; code?: string }) => `${error.status} ${error.code}`),
+      ),
+    )
+
+    expect(outcomes.filter((outcome) => outcome === 'admitted')).toHaveLength(k)
+    expect(new Set(outcomes.filter((outcome) => outcome !== 'admitted'))).toEqual(new Set(['402 insufficient_balance']))
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+    try {
+      let rows: Array<{ count: number; spent: string; credit: string }> = []
+      for (let attempt = 0; attempt < 200; attempt++) {
+        rows = await sql`SELECT count(*)::int AS count, COALESCE(sum(cost_micros), 0)::text AS spent,
+          (SELECT COALESCE(sum(amount_micros), 0) FROM credit_transactions WHERE org_id = u.org_id)::text AS credit
+          FROM usage_events u WHERE model = ${model} GROUP BY org_id`
+        if (rows[0]?.count === k) break
+        await Bun.sleep(25)
+      }
+      expect(rows).toHaveLength(1)
+      expect(rows[0]!.count).toBe(k)
+      expect(BigInt(rows[0]!.spent) <= BigInt(rows[0]!.credit)).toBe(true)
+    } finally {
+      await sql.end()
+    }
+  }, 60_000)
+})
