@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { ApiKeyCache } from '../core/authenticate'
+import { EdgeLimiter } from '../core/edge-limiter'
 import type { InferenceDeps } from '../core/inference'
 import { errorHandler, type RouteTable } from './plugins/error-handler'
 import { BodyBudget, defaultBodyLimitBytes, inferenceBodyLimitBytes, readJsonBody } from './request-body'
@@ -10,6 +11,8 @@ export interface AppDeps extends InferenceDeps {
   keys: ApiKeyCache
   /** Bytes of request bodies that may be in flight at once. */
   bodyBudgetBytes: number
+  /** The per-key burst guard; the SPEC's limits when absent. */
+  edge?: EdgeLimiter
 }
 
 const routeTable: RouteTable = [
@@ -33,6 +36,7 @@ function newRequestId(): string {
 /** The gateway's HTTP application; `App` is its type, for the typed SDK. */
 export function buildApp(deps: AppDeps) {
   const bodyBudget = new BodyBudget(deps.bodyBudgetBytes)
+  const edge = deps.edge ?? new EdgeLimiter()
   return new Elysia({ name: 'nilegate', normalize: false })
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = newRequestId()
@@ -48,8 +52,8 @@ export function buildApp(deps: AppDeps) {
     .use(errorHandler(routeTable))
     // Every body is read here, capped by route (SPEC 8.2), whatever its Content-Type says.
     .onParse(({ request, path }) => readJsonBody(request, inferencePaths.has(path) ? inferenceBodyLimitBytes : defaultBodyLimitBytes, bodyBudget))
-    .use(modelRoutes(deps.catalog, deps.keys))
-    .use(inferenceRoutes(deps))
+    .use(modelRoutes(deps.catalog, deps.keys, edge))
+    .use(inferenceRoutes({ ...deps, edge }))
 }
 
 export type App = ReturnType<typeof buildApp>

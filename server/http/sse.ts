@@ -6,13 +6,15 @@ const done = encoder.encode('data: [DONE]\n\n')
 /**
  * Sends stream events as server-sent events: `data: <json>\n\n` per chunk, an error as one
  * `data: {"error":...}` event, always ending with `data: [DONE]`. Each event leaves as soon as it
- * exists. When the client goes away, `onCancel` aborts the upstream work.
+ * exists. When the client goes away, `onCancel` aborts the upstream work; `onEnd` runs once the
+ * stream is over, either way.
  */
-export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, headers: Record<string, string>, onCancel: () => void): Response {
+export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, headers: Record<string, string>, onCancel: () => void, onEnd: () => void = () => {}): Response {
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const { done: finished, value } = await events.next()
       if (finished) {
+        onEnd()
         controller.enqueue(done)
         controller.close()
       } else if (value.error) {
@@ -22,6 +24,7 @@ export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, heade
       }
     },
     async cancel() {
+      onEnd()
       onCancel()
       await events.return()
     },

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { billingMonth } from '../../server/core/admission'
+import { EdgeLimiter } from '../../server/core/edge-limiter'
 import { costMicros } from '../../server/core/money'
 import { chatRequest, embeddingsModel, keyIdentity, ScriptedProvider, testApp } from '../support/test-app'
 
@@ -85,7 +86,8 @@ describe('admission on the inference routes', () => {
     const body = chatRequest({ max_tokens: maxTokens })
     const worstCase = costMicros(11, maxTokens, inputPrice, outputPrice)
     const k = 37
-    const { send, admission, usage } = await testApp({ balanceMicros: worstCase * BigInt(k) })
+    // Past the edge guard's 100 per second and 400 at once for one key, which is not what is tested here.
+    const { send, admission, usage } = await testApp({ balanceMicros: worstCase * BigInt(k), edge: new EdgeLimiter(1_000, 1_000) })
 
     const statuses = await Promise.all(Array.from({ length: 500 }, () => post(send, body).then((response) => response.status)))
 
@@ -135,5 +137,31 @@ describe('admission when the ledger cannot be read', () => {
     expect(response.status).toBe(503)
     expect((await response.json()).error.code).toBe('service_unavailable')
     expect(provider.calls).toHaveLength(0)
+  })
+})
+
+describe('the edge burst guard', () => {
+  test('the 101st request of a key within a second answers 429 with Retry-After: 1, before the body is validated', async () => {
+    const { send } = await testApp()
+    for (let i = 0; i < 100; i++) await send('GET', '/v1/models')
+
+    const refused = await send('POST', '/v1/chat/completions', '{"model":')
+
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).toBe('1')
+    expect((await refused.json()).error.message).toBe('Too many requests at the edge; retry after 1 second.')
+  })
+
+  test('a stream holds its in-flight place until it ends', async () => {
+    const edge = new EdgeLimiter(1_000, 1)
+    const provider = new ScriptedProvider()
+    const { send } = await testApp({ edge, provider })
+
+    const stream = await post(send, chatRequest({ stream: true }))
+    const whileStreaming = await post(send, chatRequest())
+    await stream.text()
+    const afterwards = await post(send, chatRequest())
+
+    expect([stream.status, whileStreaming.status, afterwards.status]).toEqual([200, 429, 200])
   })
 })

@@ -7,6 +7,7 @@ import type { ApiKeyIdentity, EmbeddingInput, EmbeddingResult, Provider, Provide
 import { loadCatalogFile } from '../../server/catalog-file'
 import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
 import type { OrgCounters } from '../../server/core/admission'
+import type { EdgeLimiter } from '../../server/core/edge-limiter'
 import { buildApp } from '../../server/http/app'
 
 export const demoCatalogPath = new URL('../../server/demo-catalog.json', import.meta.url).pathname
@@ -75,7 +76,7 @@ export class ScriptedProvider implements Provider {
 }
 
 /** The gateway's app over a scripted provider, an in-memory key store and a usage list. */
-export async function testApp(options: { identity?: ApiKeyIdentity; provider?: ScriptedProvider; bodyBudgetBytes?: number; balanceMicros?: bigint; now?: () => number; ledgerFails?: boolean } = {}) {
+export async function testApp(options: { identity?: ApiKeyIdentity; provider?: ScriptedProvider; bodyBudgetBytes?: number; balanceMicros?: bigint; now?: () => number; ledgerFails?: boolean; edge?: EdgeLimiter } = {}) {
   const secret = `sk-test${'x'.repeat(44)}`
   const provider = options.provider ?? new ScriptedProvider()
   const identity = options.identity ?? keyIdentity()
@@ -98,6 +99,7 @@ export async function testApp(options: { identity?: ApiKeyIdentity; provider?: S
     ledger,
     now: options.now,
     log: () => {},
+    edge: options.edge,
     keys: new ApiKeyCache({ findApiKeyByHash: async (hash) => (hash === hashApiKey(secret) ? identity : null) }),
     bodyBudgetBytes: options.bodyBudgetBytes ?? 256 * 1024 * 1024,
   })

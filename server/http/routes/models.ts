@@ -3,15 +3,16 @@ import { GatewayError } from '@nilegate/shared/errors'
 import type { ModelList } from '@nilegate/shared/schemas/models'
 import type { ApiKeyCache } from '../../core/authenticate'
 import type { Catalog } from '../../core/catalog'
+import type { EdgeLimiter } from '../../core/edge-limiter'
 import { toModelObject } from '../../core/model-view'
 import { resolveModel } from '../../core/resolve-model'
 import { apiKeyAuth } from '../plugins/api-key-auth'
 
 /** GET /v1/models and GET /v1/models/{model}; model ids may contain '/', raw or as %2F. */
-export function modelRoutes(catalog: Catalog, keys: ApiKeyCache) {
+export function modelRoutes(catalog: Catalog, keys: ApiKeyCache, edge: EdgeLimiter) {
   const list: ModelList = { object: 'list', data: catalog.models.filter((model) => model.status === 'live').map(toModelObject) }
   return new Elysia({ name: 'models', normalize: false })
-    .derive(apiKeyAuth(keys, 'models.read'))
+    .derive(apiKeyAuth(keys, edge, 'models.read'))
     .get('/v1/models', () => list)
     .get('/v1/models/*', ({ params }) => {
       let id: string
