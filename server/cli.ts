@@ -1,5 +1,6 @@
 import { UsageError } from './cli/cli-errors'
 import { demoUsage, runDemoCommand } from './cli/demo-command'
+import { reconcileUsage, runReconcileCommand } from './cli/reconcile-command'
 
 /** nilegate's command line: `bun server/cli.ts <command> [options]`. */
 
@@ -11,6 +12,7 @@ interface Command {
 
 const commands: Record<string, Command> = {
   demo: { summary: 'create a demo organization with credit and an API key', usage: demoUsage, run: runDemoCommand },
+  reconcile: { summary: 'repair the Redis admission counters from the ledger', usage: reconcileUsage, run: runReconcileCommand },
 }
 
 const overview = `Usage: bun server/cli.ts <command> [options]

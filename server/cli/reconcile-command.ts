@@ -1,0 +1,79 @@
+import { parseArgs } from 'node:util'
+import { listBillingAccounts } from '../adapters/postgres/billing-accounts'
+import { RedisAdmissionStore } from '../adapters/redis/admission-store'
+import { createRedisClient, waitForRedis } from '../adapters/redis/client'
+import { loadConfig } from '../config'
+import { formatEgp } from '../core/money'
+import { reconcileOrganization, type Reconciliation } from '../core/reconcile'
+import { CliError, UsageError } from './cli-errors'
+import { withDatabase } from './with-database'
+
+export const reconcileUsage = `Usage: bun server/cli.ts reconcile [--json] [--dry-run]
+
+Compares the admission counters in Redis (REDIS_URL) with the ledger in the database and repairs
+them: counters Redis lost are rebuilt, a balance or month spend that drifted is replaced (open holds
+are kept), expired holds are released. Prints one line per organization that was not in step.
+  --json      print one JSON object per organization
+  --dry-run   report drift without repairing it (expired holds are still released)
+
+An embedded gateway keeps its counters in process and rebuilds them from the ledger when it starts.`
+
+function describe(result: Reconciliation): string {
+  const parts = [`${result.orgId} ${result.month}: ${result.outcome}`]
+  if (result.drift.balanceMicros !== 0n) parts.push(`balance off by ${formatEgp(result.drift.balanceMicros)} EGP`)
+  for (const [keyId, drift] of result.drift.keys) parts.push(`key ${keyId} off by ${formatEgp(drift)} EGP`)
+  for (const [projectId, drift] of result.drift.projects) parts.push(`project ${projectId} off by ${formatEgp(drift)} EGP`)
+  if (result.releasedHolds > 0) parts.push(`${result.releasedHolds} expired holds released`)
+  return parts.join('; ')
+}
+
+function toJson(result: Reconciliation): string {
+  return JSON.stringify({
+    organization_id: result.orgId,
+    month: result.month,
+    outcome: result.outcome,
+    balance_drift_micros: result.drift.balanceMicros.toString(),
+    key_drift_micros: Object.fromEntries([...result.drift.keys].map(([id, value]) => [id, value.toString()])),
+    project_drift_micros: Object.fromEntries([...result.drift.projects].map(([id, value]) => [id, value.toString()])),
+    released_holds: result.releasedHolds,
+  })
+}
+
+export async function runReconcileCommand(args: string[], env: Record<string, string | undefined>): Promise<void> {
+  let values
+  try {
+    ;({ values } = parseArgs({ args, strict: true, allowPositionals: false, options: { json: { type: 'boolean' }, 'dry-run': { type: 'boolean' } } }))
+  } catch (error) {
+    throw new UsageError((error as Error).message)
+  }
+  const config = loadConfig(env)
+  if (!config.redisUrl) throw new CliError('reconcile works on the Redis admission counters: set REDIS_URL. ' + reconcileUsage.split('\n').at(-1))
+  const redis = createRedisClient(config.redisUrl)
+  try {
+    await waitForRedis(redis, 5_000)
+    const store = new RedisAdmissionStore(redis)
+    await store.loadScripts()
+    const dryRun = values['dry-run'] === true
+    const results = await withDatabase(
+      config,
+      {
+        viaGateway: async () => null,
+        async direct(database) {
+          const found: Reconciliation[] = []
+          for (const account of await listBillingAccounts(database.drizzle)) {
+            found.push(await reconcileOrganization(store, database.ledger, account, Date.now(), { repair: !dryRun }))
+          }
+          return found
+        },
+      },
+      10_000,
+    )
+    for (const result of results) {
+      if (values.json) console.log(toJson(result))
+      else if (result.outcome !== 'in_step' || result.releasedHolds > 0) console.log(describe(result))
+    }
+    if (!values.json) console.log(`${results.length} organizations checked, ${results.filter((result) => result.outcome !== 'in_step').length} ${dryRun ? 'would be repaired' : 'repaired'}.`)
+  } finally {
+    await redis.close()
+  }
+}
