@@ -6,7 +6,8 @@ export const replyPrimingTokens = 3
 /** Flat estimate for one image, audio or file part. */
 export const mediaPartTokens = 256
 
-function isArabicScript(code: number): boolean {
+/** Whether a UTF-16 code unit is an Arabic-script character. */
+export function isArabicScript(code: number): boolean {
   return (
     (code >= 0x0600 && code <= 0x06ff) ||
     (code >= 0x0750 && code <= 0x077f) ||

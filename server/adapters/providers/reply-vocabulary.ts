@@ -1,3 +1,4 @@
+import { isArabicScript } from '../../core/estimate-tokens'
 /**
  * The sentences the simulator answers with, split once at start-up into word pieces. A piece is one
  * simulated token; pieces are sized so the gateway's token estimator (4 Latin or 2 Arabic characters a
@@ -54,20 +55,10 @@ const arabicSentences = [
   'شاركني المزيد من التفاصيل إذا أردت ردا أطول.',
 ]
 
-/** Whether a UTF-16 code unit is an Arabic-script character (the estimator's ranges). */
-export function isArabicCode(code: number): boolean {
-  return (
-    (code >= 0x0600 && code <= 0x06ff) ||
-    (code >= 0x0750 && code <= 0x077f) ||
-    (code >= 0x08a0 && code <= 0x08ff) ||
-    (code >= 0xfb50 && code <= 0xfdff) ||
-    (code >= 0xfe70 && code <= 0xfeff)
-  )
-}
 
 /** The estimator's weight of one character, in quarter tokens. */
 function quarterTokens(code: number): number {
-  return isArabicCode(code) ? 2 : 1
+  return isArabicScript(code) ? 2 : 1
 }
 
 /** A piece holds at most this many quarter tokens unless it is a single character. */

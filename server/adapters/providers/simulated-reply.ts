@@ -5,7 +5,8 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatCompletionRequest, ChatMessage } from '@nilegate/shared/schemas/chat'
 import type { CatalogModel } from '../../core/catalog'
-import { isArabicCode, replyVocabulary, type Sentence } from './reply-vocabulary'
+import { isArabicScript } from '../../core/estimate-tokens'
+import { replyVocabulary, type Sentence } from './reply-vocabulary'
 import { hashSeed, hashStep, mixHash, seededRandom, stableHash } from './stable-hash'
 import { toolArguments } from './tool-arguments'
 
@@ -64,7 +65,7 @@ function isMostlyArabic(text: string): boolean {
   let latin = 0
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
-    if (isArabicCode(code)) arabic++
+    if (isArabicScript(code)) arabic++
     else if ((code >= 65 && code <= 90) || (code >= 97 && code <= 122)) latin++
   }
   return arabic > latin
