@@ -72,12 +72,21 @@ function toVectors(answer: unknown, count: number): Float32Array[] {
  * hosted APIs). The client's body goes through with the deployment's model name; streams always ask
  * for usage; chunks are relayed as they arrive; the upstream request ends when the client leaves.
  */
+/**
+ * A request without a token limit is sent with the model's max output: admission held the cost of
+ * that much, and an upstream left unbounded could produce more than was held.
+ */
+function outputLimit(body: ChatCompletionRequest, call: ProviderCall): { max_tokens?: number } {
+  return body.max_tokens == null && body.max_completion_tokens == null ? { max_tokens: call.model.maxOutputTokens } : {}
+}
+
 export class OpenAICompatibleProvider implements Provider {
   async chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion> {
     const { stream_options: _streamOptions, ...rest } = body
     const exchange = new UpstreamExchange(call)
     try {
-      const response = await exchange.post('/chat/completions', { ...rest, model: call.deployment.upstreamModel, stream: false }, 'application/json')
+      const payload = { ...rest, ...outputLimit(body, call), model: call.deployment.upstreamModel, stream: false }
+      const response = await exchange.post('/chat/completions', payload, 'application/json')
       const answer = parseJson(await exchange.text(response), 'a completion that is not JSON')
       if (!isRecord(answer) || !Array.isArray(answer.choices)) throw upstreamMalformedError('a completion without choices')
       answer.model = call.model.id
@@ -91,6 +100,7 @@ export class OpenAICompatibleProvider implements Provider {
   async streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>> {
     const payload = {
       ...body,
+      ...outputLimit(body, call),
       model: call.deployment.upstreamModel,
       stream: true,
       stream_options: { ...body.stream_options, include_usage: true },

@@ -67,10 +67,19 @@ describe('OpenAICompatibleProvider.chat', () => {
     expect(completion).toMatchObject({ model: catalogModelId, choices: [{ message: { content: 'Hi there!' } }], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } })
     const [received] = upstream.requests
     expect(received!.path).toBe('/v1/chat/completions')
-    expect(received!.body).toEqual({ model: 'upstream-model', messages: body.messages, temperature: 0.2, top_k: 5, stream: false })
+    expect(received!.body).toEqual({ model: 'upstream-model', messages: body.messages, temperature: 0.2, top_k: 5, max_tokens: 1024, stream: false })
     expect(received!.headers.get('x-request-id')).toBe('req_abc')
     expect(received!.headers.get('content-type')).toBe('application/json')
     expect(received!.headers.get('authorization')).toBeNull()
+  })
+
+  test("bounds a request without a token limit by the model's max output, and keeps a client's own limit", async () => {
+    const upstream = fakeUpstream(() => jsonResponse(upstreamCompletion('Hi')))
+
+    await provider.chat(upstreamChatRequest({ max_completion_tokens: 7 }), upstreamCall(upstream.baseUrl))
+    await provider.chat(upstreamChatRequest({ max_tokens: 9 }), upstreamCall(upstream.baseUrl))
+
+    expect(upstream.requests.map((request) => [request.body.max_tokens, request.body.max_completion_tokens])).toEqual([[undefined, 7], [9, undefined]])
   })
 
   test('sends the API key from the environment variable the deployment names', async () => {
@@ -201,6 +210,7 @@ describe('OpenAICompatibleProvider.streamChat', () => {
       model: 'upstream-model',
       messages: body.messages,
       top_k: 3,
+      max_tokens: 1024,
       stream: true,
       stream_options: { include_obfuscation: false, include_usage: true },
     })
