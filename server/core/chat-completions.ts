@@ -23,7 +23,7 @@ async function openCall(deps: InferenceDeps, body: ChatCompletionRequest, reques
 /** A whole chat completion. */
 export async function completeChat(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<ChatCompletion> {
   const call = await openCall(deps, body, request)
-  const completion = await call.provider.chat(body, call.providerCall).catch((error: unknown) => call.fail(error))
+  const completion = await call.route((provider, providerCall) => provider.chat(body, providerCall)).catch((error: unknown) => call.fail(error))
   completion.model = call.model.id
   const { usage } = completion
   call.record(call.clientGone ? 499 : 200, usage.prompt_tokens, usage.completion_tokens)
@@ -48,14 +48,21 @@ function asGatewayError(error: unknown): GatewayError {
 export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<AsyncGenerator<ChatStreamEvent, void>> {
   const call = await openCall(deps, body, request)
   const includeUsage = body.stream_options?.include_usage === true
-  let upstream: AsyncIterator<ChatCompletionChunk>
-  let first: IteratorResult<ChatCompletionChunk>
-  try {
-    upstream = (await call.provider.streamChat(body, call.providerCall))[Symbol.asyncIterator]()
-    first = await upstream.next()
-  } catch (error) {
-    call.fail(error)
-  }
+  // Failing over is safe until the first chunk exists: nothing reached the client before that.
+  const { upstream, first } = await call
+    .route(
+      async (provider, providerCall) => {
+        const upstream = (await provider.streamChat(body, providerCall))[Symbol.asyncIterator]()
+        try {
+          return { upstream, first: await upstream.next() }
+        } catch (error) {
+          upstream.return?.().catch(() => {})
+          throw error
+        }
+      },
+      { hold: true },
+    )
+    .catch((error: unknown) => call.fail(error))
 
   async function* relay(): AsyncGenerator<ChatStreamEvent, void> {
     let reported: Usage | null = null
@@ -86,6 +93,7 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
       usage = reported ?? toUsage(estimatePromptTokens(body.messages), estimateTextTokens(relayedText))
       const status = call.clientGone ? 499 : failure ? failure.status : 200
       call.record(status, usage.prompt_tokens, usage.completion_tokens)
+      call.finish(failure ?? undefined)
       if (call.clientGone || failure) upstream.return?.().catch(() => {})
     }
     if (failure) {

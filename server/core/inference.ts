@@ -4,7 +4,8 @@ import { costMicros } from './money'
 import { admitLoaded, refusalError, type AdmissionStore, type Admitted } from './admission'
 import type { ApiKeyIdentity, LedgerReader, Provider, ProviderCall, UsageEvent, UsageSink } from './ports'
 import { effectiveRpmLimit } from './rate-limits'
-import { pickDeployment, resolveModel } from './resolve-model'
+import { resolveModel } from './resolve-model'
+import { defaultRouter, isUpstreamFailure, type Router } from './router'
 
 /** What the inference use cases need from the outside world. */
 export interface InferenceDeps {
@@ -13,6 +14,8 @@ export interface InferenceDeps {
   usage: UsageSink
   admission: AdmissionStore
   ledger: LedgerReader
+  /** Chooses deployments and keeps their health; defaults to one per catalog. */
+  router?: Router
   now?: () => number
   /** Where failures that no client sees are reported. */
   log?: (message: string, error?: unknown) => void
@@ -32,12 +35,14 @@ export interface InferenceRequest {
 /** A hold outlives the longest request by this much before it is released on its own. */
 const reservationMarginMs = 60_000
 
-/** A request bound to its model, deployment and provider, able to record its usage once. */
+/** A request bound to its model, routed to a deployment, able to record its usage once. */
 export class InferenceCall {
   readonly model: CatalogModel
-  readonly deployment: Deployment
-  readonly provider: Provider
-  readonly providerCall: ProviderCall
+  /** The deployment serving the request (the last one tried), once routed. */
+  deployment: Deployment | null = null
+  private readonly router: Router
+  /** The deployment whose call is still running after `route` returned (a stream being relayed). */
+  private held: Deployment | null = null
   private recorded = false
   private admitted: Admitted | null = null
 
@@ -49,9 +54,47 @@ export class InferenceCall {
     private readonly stream: boolean,
   ) {
     this.model = resolveModel(deps.catalog, modelId, endpoint === 'embeddings' ? 'embeddings' : 'chat')
-    this.deployment = pickDeployment(this.model)
-    this.provider = deps.providerFor(this.deployment)
-    this.providerCall = { requestId: request.requestId, signal: request.signal, model: this.model, deployment: this.deployment }
+    this.router = deps.router ?? defaultRouter(deps.catalog)
+  }
+
+  /**
+   * Calls `attempt` on a deployment the router picks; on upstream trouble, tries another deployment
+   * (each at most once), since nothing reached the client yet. The client's own mistakes and its
+   * going away are not retried. With `hold`, the deployment stays in flight until `finish`.
+   */
+  async route<T>(attempt: (provider: Provider, providerCall: ProviderCall) => Promise<T>, { hold = false } = {}): Promise<T> {
+    const tried = new Set<string>()
+    let lastFailure: unknown = null
+    for (;;) {
+      let deployment: Deployment
+      try {
+        deployment = this.router.pick(this.model, tried)
+      } catch (error) {
+        throw lastFailure ?? error
+      }
+      tried.add(deployment.id)
+      this.deployment = deployment
+      this.router.acquire(deployment)
+      try {
+        const result = await attempt(this.deps.providerFor(deployment), { requestId: this.request.requestId, signal: this.request.signal, model: this.model, deployment })
+        if (hold) this.held = deployment
+        else this.router.release(deployment, 'success')
+        return result
+      } catch (error) {
+        const upstreamFailed = !this.clientGone && isUpstreamFailure(error)
+        this.router.release(deployment, upstreamFailed ? 'failure' : 'neutral')
+        if (!upstreamFailed) throw error
+        lastFailure = error
+      }
+    }
+  }
+
+  /** Ends the held call of `route({ hold: true })`, telling the router how it went. */
+  finish(error?: unknown): void {
+    if (!this.held) return
+    const outcome = this.clientGone ? 'neutral' : error === undefined ? 'success' : isUpstreamFailure(error) ? 'failure' : 'neutral'
+    this.router.release(this.held, outcome)
+    this.held = null
   }
 
   /**
@@ -73,7 +116,7 @@ export class InferenceCall {
         keyCapMicros: identity.keyMonthlyCapMicros,
         projectCapMicros: identity.projectMonthlyCapMicros,
         nowMs: now(),
-        reservationTtlMs: this.deployment.timeouts.totalMs + reservationMarginMs,
+        reservationTtlMs: this.longestTotalMs() + reservationMarginMs,
         timeZone: identity.billingTimeZone,
       },
       (orgId, month) =>
@@ -86,6 +129,13 @@ export class InferenceCall {
     if (!result.admitted) throw refusalError(result)
     this.admitted = result
     this.request.rateLimit = { limit: result.limit, remaining: result.remaining }
+  }
+
+  /** The hold is taken before routing, so it must outlive the slowest deployment that may serve. */
+  private longestTotalMs(): number {
+    let longest = 0
+    for (const deployment of this.model.deployments) longest = Math.max(longest, deployment.timeouts.totalMs)
+    return longest
   }
 
   get clientGone(): boolean {
@@ -115,7 +165,7 @@ export class InferenceCall {
       costMicros: cost,
       status,
       latencyMs: Math.max(0, Math.round(now() - startedAtMs)),
-      region: this.deployment.region,
+      region: this.deployment?.region ?? null,
       createdAt: new Date(startedAtMs),
     })
     if (this.admitted) this.settle(cost, now())

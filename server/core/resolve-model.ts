@@ -1,5 +1,5 @@
 import { GatewayError } from '@nilegate/shared/errors'
-import type { Catalog, CatalogModel, Deployment } from './catalog'
+import type { Catalog, CatalogModel } from './catalog'
 
 /** Finds the model a request names and checks that it can serve this endpoint. */
 export function resolveModel(catalog: Catalog, id: string, modality: CatalogModel['modality']): CatalogModel {
@@ -14,19 +14,4 @@ export function resolveModel(catalog: Catalog, id: string, modality: CatalogMode
     throw new GatewayError('model_not_supported_on_endpoint', `The model '${id}' is ${model.modality === 'chat' ? 'a chat' : 'an embeddings'} model and does not support ${endpoint}.`, 'model')
   }
   return model
-}
-
-/** Picks a deployment at random in proportion to the weights. */
-export function pickDeployment(model: CatalogModel, random: () => number = Math.random): Deployment {
-  const { deployments } = model
-  if (deployments.length === 1) return deployments[0]!
-  if (deployments.length === 0) throw new GatewayError('no_healthy_backends', `The model '${model.id}' has no deployment.`)
-  let total = 0
-  for (const deployment of deployments) total += deployment.weight
-  let point = random() * total
-  for (const deployment of deployments) {
-    point -= deployment.weight
-    if (point < 0) return deployment
-  }
-  return deployments[deployments.length - 1]!
 }
