@@ -25,19 +25,28 @@ export interface DatabaseOptions {
   poolSize?: number
 }
 
-/** The governance database, opened and migrated. */
-export interface Database {
+/**
+ * What a running gateway asks of its database: repositories and whole operations, never a drizzle
+ * handle, so the database may live in another thread (worker-database.ts).
+ */
+export interface GatewayDatabase {
   readonly kind: 'pglite' | 'postgres'
-  /** For repositories built on top of these tables. */
-  readonly drizzle: Drizzle
   readonly identities: IdentityStore
   readonly usage: UsageRepository
   readonly ledger: LedgerReader
   createDemoTenant(options?: DemoTenantOptions): Promise<DemoTenant>
+  /** Creates a demo tenant when the database has no organization yet; returns it, or null. */
+  seedDemoIfEmpty(options?: DemoTenantOptions): Promise<DemoTenant | null>
   hasOrganizations(): Promise<boolean>
+  close(): Promise<void>
+}
+
+/** The governance database, opened and migrated, in this thread. */
+export interface Database extends GatewayDatabase {
+  /** For repositories built on top of these tables. */
+  readonly drizzle: Drizzle
   /** Applies migrations that are missing; `openDatabase` already did, so this is a no-op unless the folder changed. */
   migrate(): Promise<void>
-  close(): Promise<void>
 }
 
 const migrationsFolder = join(import.meta.dir, 'migrations')
@@ -61,8 +70,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 }
 
 /** Creates a demo tenant when the database has no organization yet; returns it, or null. */
-export function seedDemoIfEmpty(database: Database, options: DemoTenantOptions = {}): Promise<DemoTenant | null> {
-  return createDemoTenantIfEmpty(database.drizzle, options)
+export function seedDemoIfEmpty(database: GatewayDatabase, options: DemoTenantOptions = {}): Promise<DemoTenant | null> {
+  return database.seedDemoIfEmpty(options)
 }
 
 async function openPglite(dataDir: string): Promise<Database> {
@@ -105,6 +114,7 @@ function buildDatabase(kind: Database['kind'], db: Drizzle, lifecycle: { migrate
     usage: createUsageRepository(db),
     ledger: createLedgerReader(db),
     createDemoTenant: (options) => createDemoTenant(db, options),
+    seedDemoIfEmpty: (options) => createDemoTenantIfEmpty(db, options),
     hasOrganizations: () => hasOrganizations(db),
     migrate: lifecycle.migrate,
     close: lifecycle.close,
