@@ -82,6 +82,13 @@ function writeDirectoryImage(image: DirectoryImage, root: string): void {
   for (const file of image.files) writeFileSync(join(root, file.path), file.bytes, { mode: 0o600 })
 }
 
+/** A temporary data directory holding a migrated, closed PGlite in `pglite/`, as `openDatabase` leaves one. */
+export async function createMigratedPgliteDir(): Promise<{ path: string; remove(): void }> {
+  const dataDir = createTempDir('pglite')
+  writeDirectoryImage(await migratedPgliteImage(), join(dataDir.path, 'pglite'))
+  return dataDir
+}
+
 /** A migrated database of the given kind, and how to get rid of it. */
 export interface TestDatabase {
   kind: DatabaseKind
@@ -94,8 +101,7 @@ export interface TestDatabase {
 }
 
 export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
-  const dataDir = createTempDir(kind)
-  if (kind === 'pglite') writeDirectoryImage(await migratedPgliteImage(), join(dataDir.path, 'pglite'))
+  const dataDir = kind === 'pglite' ? await createMigratedPgliteDir() : createTempDir(kind)
   const server = kind === 'postgres' ? await createPostgresDatabase() : null
   const databaseUrl = server?.url ?? null
   const db = await openDatabase({ databaseUrl, dataDir: dataDir.path })

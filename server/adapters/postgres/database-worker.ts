@@ -1,0 +1,84 @@
+/**
+ * The thread that owns the embedded database; worker-database.ts starts it and talks to it. PGlite
+ * executes queries synchronously on the thread that calls it, so here a batch of usage inserts
+ * stalls this thread instead of every response of the gateway.
+ */
+import type { UsageEvent } from '../../core/ports'
+import { serializeError, type SerializedError } from './cross-thread-error'
+import { openDatabase, type Database, type DemoTenantOptions } from './database'
+
+// Bun runs this file as a Web Worker; `self` is the worker's global scope.
+declare var self: Worker
+
+/** One call: `args` are structured-cloned, so bigint, Date and Map keep their types. */
+export interface DatabaseWorkerRequest {
+  id: number
+  operation: DatabaseWorkerOperation
+  args: unknown[]
+}
+
+/** The answer to the request with the same id. */
+export type DatabaseWorkerReply = { id: number; value: unknown } | { id: number; error: SerializedError }
+
+let database: Database | null = null
+let closing: Promise<void> | null = null
+// Calls that have started and not answered; `close` lets them finish before PGlite goes away.
+const inFlight = new Set<Promise<unknown>>()
+
+function opened(): Database {
+  if (database) return database
+  throw new Error(closing ? 'the embedded database is closed' : 'the embedded database is not open yet')
+}
+
+const operations = {
+  async open(dataDir: string): Promise<void> {
+    if (database || closing) throw new Error('the embedded database was already opened in this worker')
+    // The caller holds the data-dir lock; this thread only opens what it was told to.
+    database = await openDatabase({ databaseUrl: null, dataDir })
+  },
+  findApiKeyByHash: (hashHex: string) => opened().identities.findApiKeyByHash(hashHex),
+  insertUsageEvents: (events: UsageEvent[]) => opened().usage.insertUsageEvents(events),
+  readCounters: (orgId: string, month: string, timeZone: string) => opened().ledger.readCounters(orgId, month, timeZone),
+  createDemoTenant: (options?: DemoTenantOptions) => opened().createDemoTenant(options),
+  seedDemoIfEmpty: (options?: DemoTenantOptions) => opened().seedDemoIfEmpty(options),
+  hasOrganizations: () => opened().hasOrganizations(),
+  close(): Promise<void> {
+    closing ??= (async () => {
+      await Promise.allSettled(inFlight)
+      const closed = database
+      database = null
+      await closed?.close()
+    })()
+    return closing
+  },
+}
+
+/** What the worker does, by name; the caller's side derives its typed calls from this. */
+export type DatabaseWorkerOperations = typeof operations
+export type DatabaseWorkerOperation = keyof DatabaseWorkerOperations
+
+function reply(message: DatabaseWorkerReply): void {
+  try {
+    self.postMessage(message)
+  } catch (error) {
+    // A value that cannot be cloned must still answer its caller.
+    self.postMessage({ id: message.id, error: serializeError(error) } satisfies DatabaseWorkerReply)
+  }
+}
+
+self.onmessage = async (event: MessageEvent<DatabaseWorkerRequest>) => {
+  const { id, operation, args } = event.data
+  // Async, so that an operation throwing before its first await still answers instead of killing the thread.
+  const run = (async () => {
+    if (!Object.hasOwn(operations, operation)) throw new Error(`unknown database operation ${JSON.stringify(operation)}`)
+    return (operations[operation] as (...args: unknown[]) => Promise<unknown>)(...args)
+  })()
+  if (operation !== 'close') inFlight.add(run)
+  try {
+    reply({ id, value: await run })
+  } catch (error) {
+    reply({ id, error: serializeError(error) })
+  } finally {
+    inFlight.delete(run)
+  }
+}
