@@ -2,12 +2,13 @@ import { treaty } from '@elysiajs/eden'
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
 import { hashApiKey } from '../../server/core/api-keys'
 import { ApiKeyCache } from '../../server/core/authenticate'
-import { Catalog } from '../../server/core/catalog'
+import { Catalog, type CatalogModel, type Deployment } from '../../server/core/catalog'
 import type { ApiKeyIdentity, EmbeddingInput, EmbeddingResult, Provider, ProviderCall, UsageEvent } from '../../server/core/ports'
 import { loadCatalogFile } from '../../server/catalog-file'
 import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
 import type { OrgCounters } from '../../server/core/admission'
 import type { EdgeLimiter } from '../../server/core/edge-limiter'
+import type { Router } from '../../server/core/router'
 import { buildApp } from '../../server/http/app'
 
 export const demoCatalogPath = new URL('../../server/demo-catalog.json', import.meta.url).pathname
@@ -75,13 +76,30 @@ export class ScriptedProvider implements Provider {
   }
 }
 
-/** The gateway's app over a scripted provider, an in-memory key store and a usage list. */
-export async function testApp(options: { identity?: ApiKeyIdentity; provider?: ScriptedProvider; bodyBudgetBytes?: number; balanceMicros?: bigint; now?: () => number; ledgerFails?: boolean; edge?: EdgeLimiter } = {}) {
+/**
+ * The gateway's app over a scripted provider, an in-memory key store and a usage list. `models`
+ * replaces the demo catalog and `providerFor` the scripted provider (e.g. real providers in front of
+ * fake upstreams); `router` replaces the catalog's default one.
+ */
+export async function testApp(
+  options: {
+    identity?: ApiKeyIdentity
+    provider?: ScriptedProvider
+    bodyBudgetBytes?: number
+    balanceMicros?: bigint
+    now?: () => number
+    ledgerFails?: boolean
+    edge?: EdgeLimiter
+    models?: CatalogModel[]
+    providerFor?: (deployment: Deployment) => Provider
+    router?: Router
+  } = {},
+) {
   const secret = `sk-test${'x'.repeat(44)}`
   const provider = options.provider ?? new ScriptedProvider()
   const identity = options.identity ?? keyIdentity()
   const usage: UsageEvent[] = []
-  const models = await loadCatalogFile(demoCatalogPath)
+  const models = options.models ?? (await loadCatalogFile(demoCatalogPath))
   const admission = new InProcessAdmissionStore()
   const ledgerReads: string[] = []
   const ledger = {
@@ -93,7 +111,8 @@ export async function testApp(options: { identity?: ApiKeyIdentity; provider?: S
   }
   const app = buildApp({
     catalog: new Catalog(models),
-    providerFor: () => provider,
+    providerFor: options.providerFor ?? (() => provider),
+    router: options.router,
     usage: { record: (event) => usage.push(event) },
     admission,
     ledger,
