@@ -116,7 +116,7 @@ export class InferenceCall {
         keyCapMicros: identity.keyMonthlyCapMicros,
         projectCapMicros: identity.projectMonthlyCapMicros,
         nowMs: now(),
-        reservationTtlMs: this.longestTotalMs() + reservationMarginMs,
+        reservationTtlMs: this.worstCaseTotalMs() + reservationMarginMs,
         timeZone: identity.billingTimeZone,
       },
       (orgId, month) =>
@@ -131,11 +131,11 @@ export class InferenceCall {
     this.request.rateLimit = { limit: result.limit, remaining: result.remaining }
   }
 
-  /** The hold is taken before routing, so it must outlive the slowest deployment that may serve. */
-  private longestTotalMs(): number {
-    let longest = 0
-    for (const deployment of this.model.deployments) longest = Math.max(longest, deployment.timeouts.totalMs)
-    return longest
+  /** The hold is taken once before routing, so it must outlive a failover through every deployment. */
+  private worstCaseTotalMs(): number {
+    let total = 0
+    for (const deployment of this.model.deployments) total += deployment.timeouts.totalMs
+    return total
   }
 
   get clientGone(): boolean {
