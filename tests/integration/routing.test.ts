@@ -39,8 +39,8 @@ function fakeUpstream(handler: UpstreamHandler): FakeUpstream {
 }
 
 /** One model served by an openai-compatible deployment on each upstream. */
-function routedModel(backends: Array<{ upstream: FakeUpstream; weight?: number; region?: string }>): CatalogModel {
-  const { model } = upstreamCall(backends[0]!.upstream.baseUrl)
+function routedModel(backends: Array<{ upstream: FakeUpstream; weight?: number; region?: string }>, modality: CatalogModel['modality'] = 'chat'): CatalogModel {
+  const { model } = upstreamCall(backends[0]!.upstream.baseUrl, { modality })
   const deployments: Deployment[] = backends.map(({ upstream, weight, region }, index) => ({
     ...upstreamCall(upstream.baseUrl).deployment,
     id: `upstream#${index}`,
@@ -181,6 +181,19 @@ describe('routing across deployments', () => {
     expect(events.at(-1)).toBe('[DONE]')
     expect(b.requests).toHaveLength(0)
     expect(app.usage.map((event) => event.status)).toEqual([503])
+  })
+
+  test('fails embeddings over to another deployment when the first is overloaded', async () => {
+    const a = fakeUpstream(() => jsonResponse({ error: { message: 'server overloaded' } }, 503))
+    const b = fakeUpstream(() => jsonResponse({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.5, 0.5, 0.5, 0.5] }], model: 'upstream-model', usage: { prompt_tokens: 3, total_tokens: 3 } }))
+    const app = await gateway(routedModel([{ upstream: a, region: 'EG' }, { upstream: b, region: 'DE' }], 'embeddings'), new Router(null, { random: () => 0 }))
+
+    const response = await app.send('POST', '/v1/embeddings', JSON.stringify({ model: catalogModelId, input: 'hello', encoding_format: 'float' }))
+
+    expect(response.status).toBe(200)
+    expect((await response.json()).data[0].embedding).toEqual([0.5, 0.5, 0.5, 0.5])
+    expect([a.requests.length, b.requests.length]).toEqual([1, 1])
+    expect(app.usage.map((event) => ({ status: event.status, region: event.region, promptTokens: event.promptTokens }))).toEqual([{ status: 200, region: 'DE', promptTokens: 3 }])
   })
 
   test('does not fail over on the client\'s own mistake', async () => {
