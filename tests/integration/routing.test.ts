@@ -50,6 +50,18 @@ function routedModel(backends: Array<{ upstream: FakeUpstream; weight?: number; 
   return { ...model, deployments }
 }
 
+/** A uniform pseudo-random sequence that is the same on every run (mulberry32), so counts do not flake. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
 /** A clock the test moves by hand. */
 function clock() {
   let nowMs = 1_000_000
@@ -83,7 +95,7 @@ function streamedText(events: string[]): string {
 describe('routing across deployments', () => {
   test('spreads requests over the upstreams in proportion to the weights', async () => {
     const [a, b, c] = [healthyUpstream(), healthyUpstream(), healthyUpstream()]
-    const app = await gateway(routedModel([{ upstream: a, weight: 2 }, { upstream: b }, { upstream: c }]))
+    const app = await gateway(routedModel([{ upstream: a, weight: 2 }, { upstream: b }, { upstream: c }]), new Router(null, { random: seededRandom(7) }))
 
     const statuses: number[] = []
     for (let i = 0; i < 200; i++) statuses.push((await chat(app)).status)
