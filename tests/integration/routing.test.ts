@@ -17,6 +17,7 @@ import {
   type UpstreamHandler,
 } from '../support/fake-upstream'
 import { testApp } from '../support/test-app'
+import { waitFor } from '../support/wait-for'
 
 let upstreams: FakeUpstream[] = []
 
@@ -193,6 +194,17 @@ describe('routing across deployments', () => {
     expect(events.at(-1)).toBe('[DONE]')
     expect(b.requests).toHaveLength(0)
     expect(app.usage.map((event) => event.status)).toEqual([503])
+  })
+
+  test('a stream the client cancels at once frees its deployment and records its usage', async () => {
+    const a = healthyUpstream()
+    const app = await gateway(routedModel([{ upstream: a }]))
+
+    const response = await chat(app, true)
+    await response.body!.cancel()
+
+    await waitFor(() => app.usage.length === 1 && app.router.inFlight(routedDeployment(app, 0)) === 0, { what: 'the cancelled stream to settle' })
+    expect(app.router.isOpen(routedDeployment(app, 0))).toBe(false)
   })
 
   test('fails embeddings over to another deployment when the first is overloaded', async () => {
