@@ -6,7 +6,8 @@ import { InProcessAdmissionStore } from './adapters/in-process/admission-store'
 import { createProviderRegistry } from './adapters/providers'
 import { createRedisClient, waitForRedis } from './adapters/redis/client'
 import { RedisAdmissionStore } from './adapters/redis/admission-store'
-import { openDatabase, seedDemoIfEmpty } from './adapters/postgres/database'
+import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
+import { openDatabaseInWorker } from './adapters/postgres/worker-database'
 import { loadCatalogFile } from './catalog-file'
 import { loadConfig } from './config'
 import { startControlSocket } from './control-socket'
@@ -27,7 +28,10 @@ function lockDataDir() {
   }
 }
 const lock = embedded ? lockDataDir() : null
-const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+// PGlite runs queries synchronously on its thread: embedded, it gets a thread of its own.
+const database: GatewayDatabase = embedded
+  ? await openDatabaseInWorker({ dataDir: config.dataDir })
+  : await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
 const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs })
 const redis = config.redisUrl ? createRedisClient(config.redisUrl) : null
 async function openAdmissionStore() {
@@ -54,7 +58,7 @@ const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[
 const control = embedded ? startControlSocket(config.dataDir, { baseUrl, createDemo: (options) => database.createDemoTenant(options) }) : null
 
 console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, ${redis ? 'admission on Redis' : 'admission in process'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
-const demo = await seedDemoIfEmpty(database)
+const demo = await database.seedDemoIfEmpty()
 if (demo) {
   console.log(`\nA demo organization was created with ${formatEgp(demo.balanceMicros)} EGP of credit. Its API key is shown once:\n`)
   console.log(`  OPENAI_BASE_URL=${baseUrl}`)
