@@ -16,6 +16,8 @@ export interface KeyCacheOptions {
   negativeTtlMs?: number
   maxEntries?: number
   now?: () => number
+  /** Where failed lookups are reported; the client gets 503 service_unavailable. */
+  log?: (message: string, error: unknown) => void
 }
 
 /**
@@ -30,12 +32,14 @@ export class ApiKeyCache {
   private readonly negativeTtlMs: number
   private readonly maxEntries: number
   private readonly now: () => number
+  private readonly log: (message: string, error: unknown) => void
 
   constructor(private readonly store: IdentityStore, options: KeyCacheOptions = {}) {
     this.refreshAfterMs = options.refreshAfterMs ?? 1_000
     this.negativeTtlMs = options.negativeTtlMs ?? 1_000
     this.maxEntries = options.maxEntries ?? 100_000
     this.now = options.now ?? Date.now
+    this.log = options.log ?? ((message, error) => console.error(message, error))
   }
 
   /** The identity of a key hash, or null when no such key exists. */
@@ -70,6 +74,12 @@ export class ApiKeyCache {
         }
         this.entries.set(hashHex, { identity, fetchedAtMs: this.now() })
         return identity
+      })
+      .catch((error: unknown) => {
+        // A key that is not in memory cannot be checked while the store is down: refuse with a
+        // retryable 503 rather than a 500 (warm keys keep being served from memory).
+        this.log('looking up an API key failed', error)
+        throw new GatewayError('service_unavailable', 'Authentication is temporarily unavailable. Retry in 30 to 60 seconds.')
       })
       .finally(() => this.inFlight.delete(hashHex))
     this.inFlight.set(hashHex, lookup)

@@ -75,6 +75,27 @@ describe('ApiKeyCache', () => {
   })
 })
 
+describe('ApiKeyCache when the store fails', () => {
+  test('a cold key answers 503 service_unavailable, while a warm key is still served', async () => {
+    let failing = false
+    const store = {
+      async findApiKeyByHash(hash: string) {
+        if (failing) throw new Error('connection refused')
+        return keyIdentity({ keyId: hash })
+      },
+    }
+    const cache = new ApiKeyCache(store, { now: () => 0, log: () => {} })
+    await cache.lookup('warm')
+    failing = true
+
+    const warm = await cache.lookup('warm')
+    const cold = await Promise.resolve(cache.lookup('cold')).catch((error: GatewayError) => error)
+
+    expect(warm?.keyId).toBe('warm')
+    expect((cold as GatewayError).code).toBe('service_unavailable')
+  })
+})
+
 describe('authorizeKey', () => {
   test.each([
     [null, 'invalid_api_key'],
