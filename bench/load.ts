@@ -7,6 +7,7 @@
 
 import { percentile } from './percentile'
 import { RESULT_PREFIX, type LoadResult } from './load-result'
+import { argValue } from './arg-value'
 
 export interface LoadOptions {
   url: string
@@ -92,10 +93,6 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   }
 }
 
-function argValue(args: string[], names: string[]): string | undefined {
-  const index = args.findIndex((arg) => names.includes(arg))
-  return index >= 0 ? args[index + 1] : undefined
-}
 
 if (import.meta.main) {
   const args = Bun.argv.slice(2)

@@ -5,6 +5,7 @@
 //   bun bench/ttfb.ts --url URL --model MODEL [--key KEY] [-n 200] [--warmup 20]
 
 import { percentile } from './percentile'
+import { argValue } from './arg-value'
 
 export interface TtfbTarget {
   name: string
@@ -95,10 +96,6 @@ export function streamedChatBody(model: string): string {
   })
 }
 
-function argValue(args: string[], names: string[]): string | undefined {
-  const index = args.findIndex((arg) => names.includes(arg))
-  return index >= 0 ? args[index + 1] : undefined
-}
 
 if (import.meta.main) {
   const args = Bun.argv.slice(2)
