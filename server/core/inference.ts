@@ -68,7 +68,7 @@ export class InferenceCall {
     for (;;) {
       let deployment: Deployment
       try {
-        deployment = this.router.pick(this.model, tried)
+        deployment = this.router.pick(this.model, tried, this.request.identity.requiresRegion)
       } catch (error) {
         throw lastFailure ?? error
       }

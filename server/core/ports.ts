@@ -55,6 +55,8 @@ export interface ApiKeyIdentity {
   projectMonthlyCapMicros: bigint | null
   /** IANA zone in which the organization's monthly caps reset. */
   billingTimeZone: string
+  /** Data residency: only deployments in this region may serve the organization, or null. */
+  requiresRegion: string | null
 }
 
 /** Looks API keys up by the SHA-256 hex digest of the secret. */

@@ -53,14 +53,16 @@ export class Router {
   }
 
   /**
-   * The deployment to call next: among those not excluded whose circuit lets traffic through, the one
-   * with the fewest requests in flight for its weight, ties broken at random in proportion to weight.
+   * The deployment to call next: among those not excluded whose circuit lets traffic through (and,
+   * for an organization that requires data residency, in its region), the one with the fewest
+   * requests in flight for its weight, ties broken at random in proportion to weight.
    */
-  pick(model: CatalogModel, exclude: ReadonlySet<string> = new Set()): Deployment {
+  pick(model: CatalogModel, exclude: ReadonlySet<string> = new Set(), requiredRegion: string | null = null): Deployment {
     const nowMs = this.now()
     let best: Deployment[] = []
     let bestLoad = Infinity
     for (const deployment of model.deployments) {
+      if (requiredRegion !== null && deployment.region !== requiredRegion) continue
       if (exclude.has(deployment.id) || deployment.weight <= 0 || !this.isAvailable(this.stateOf(deployment), nowMs)) continue
       const load = this.stateOf(deployment).inFlight / deployment.weight
       if (load < bestLoad) {
@@ -70,7 +72,10 @@ export class Router {
         best.push(deployment)
       }
     }
-    if (best.length === 0) throw new GatewayError('no_healthy_backends', `The model '${model.id}' has no healthy deployment right now. Retry or switch model.`)
+    if (best.length === 0) {
+      const where = requiredRegion === null ? '' : ` in region ${requiredRegion}, where your organization's data must stay,`
+      throw new GatewayError('no_healthy_backends', `The model '${model.id}' has no healthy deployment${where} right now. Retry or switch model.`)
+    }
     return this.pickWeighted(best)
   }
 

@@ -16,7 +16,7 @@ import {
   upstreamStreamText,
   type UpstreamHandler,
 } from '../support/fake-upstream'
-import { testApp } from '../support/test-app'
+import { keyIdentity, testApp } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
 
 let upstreams: FakeUpstream[] = []
@@ -243,3 +243,26 @@ async function sendUntil(app: Gateway, condition: () => boolean, limit = 200): P
   for (let i = 0; i < limit && !condition(); i++) await chat(app)
   expect(condition()).toBe(true)
 }
+
+describe('data residency', () => {
+  test('an organization that requires EG is served only by EG deployments; with none healthy it gets 503 and nothing leaves the region', async () => {
+    const egypt = healthyUpstream()
+    const europe = healthyUpstream()
+    const model = routedModel([{ upstream: egypt, region: 'EG' }, { upstream: europe, region: 'EU' }])
+    const router = new Router(null, { failureThreshold: 1, cooldownMs: 60_000 })
+    const app = await testApp({ models: [model], providerFor: createProviderRegistry(), router, edge: new EdgeLimiter(100_000), identity: keyIdentity({ requiresRegion: 'EG' }) })
+
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => chat(app as Gateway).then((response) => response.status)))
+    egypt.stop()
+    const whileEgyptIsDown = await chat(app as Gateway)
+    const afterwards = await chat(app as Gateway)
+
+    expect(statuses).toEqual(Array(20).fill(200))
+    expect(egypt.requests).toHaveLength(20)
+    expect(europe.requests).toHaveLength(0)
+    expect([whileEgyptIsDown.status, afterwards.status]).toEqual([503, 503])
+    expect((await afterwards.json()).error).toMatchObject({ code: 'no_healthy_backends', message: expect.stringContaining('region EG') })
+    expect(europe.requests).toHaveLength(0)
+    expect(app.usage.filter((event) => event.status === 200).every((event) => event.region === 'EG')).toBe(true)
+  })
+})

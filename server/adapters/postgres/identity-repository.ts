@@ -21,6 +21,7 @@ export function createIdentityRepository(db: Drizzle): IdentityStore {
       keyMonthlyCapMicros: apiKeys.monthlySpendCapMicros,
       projectMonthlyCapMicros: projects.monthlySpendCapMicros,
       billingTimeZone: organizations.billingTimeZone,
+      requiresRegion: organizations.requiresRegion,
     })
     .from(apiKeys)
     .innerJoin(organizations, eq(organizations.id, apiKeys.orgId))

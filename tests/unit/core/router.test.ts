@@ -101,6 +101,24 @@ describe('Router.pick', () => {
     expect(new Set(picks)).toEqual(new Set(['b']))
   })
 
+  test('keeps an organization that requires a region on that region, refusing when it has no deployment there', () => {
+    const egypt = { ...deployment('eg', 1), region: 'EG' }
+    const europe = { ...deployment('eu', 100), region: 'EU' }
+    const router = new Router()
+
+    const picks = Array.from({ length: 50 }, () => router.pick(model([egypt, europe]), new Set(), 'EG').id)
+    const refusal = (() => {
+      try {
+        router.pick(model([europe]), new Set(), 'EG')
+      } catch (error) {
+        return error as GatewayError
+      }
+    })()
+
+    expect(new Set(picks)).toEqual(new Set(['eg']))
+    expect(refusal?.code).toBe('no_healthy_backends')
+  })
+
   test('with nothing available, refuses with no_healthy_backends and Retry-After 30', () => {
     const a = deployment('a')
     const router = new Router(null, { failureThreshold: 1 })

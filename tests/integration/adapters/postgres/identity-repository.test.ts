@@ -33,6 +33,7 @@ describeEachDatabase('findApiKeyByHash', (context) => {
       keyMonthlyCapMicros: null,
       projectMonthlyCapMicros: null,
       billingTimeZone: 'Africa/Cairo',
+      requiresRegion: null,
     })
   })
 
