@@ -1,6 +1,6 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
-import type { Usage } from '@nilegate/shared/schemas/common'
+import { usageOf, type Usage } from '@nilegate/shared/schemas/common'
 import { estimatePromptTokens, estimateTextTokens } from './estimate-tokens'
 import { InferenceCall, type InferenceDeps, type InferenceRequest } from './inference'
 
@@ -28,10 +28,6 @@ export async function completeChat(deps: InferenceDeps, body: ChatCompletionRequ
   const { usage } = completion
   call.record(call.clientGone ? 499 : 200, usage.prompt_tokens, usage.completion_tokens)
   return completion
-}
-
-function toUsage(promptTokens: number, completionTokens: number): Usage {
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
 }
 
 function asGatewayError(error: unknown): GatewayError {
@@ -90,7 +86,7 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
     } catch (error) {
       if (!call.clientGone) failure = asGatewayError(error)
     } finally {
-      usage = reported ?? toUsage(estimatePromptTokens(body.messages), estimateTextTokens(relayedText))
+      usage = reported ?? usageOf(estimatePromptTokens(body.messages), estimateTextTokens(relayedText))
       const status = call.clientGone ? 499 : failure ? failure.status : 200
       call.record(status, usage.prompt_tokens, usage.completion_tokens)
       call.finish(failure ?? undefined)

@@ -11,3 +11,8 @@ export const Usage = t.Object({
   total_tokens: Type.Integer(),
 })
 export type Usage = typeof Usage.static
+
+/** The usage of a request from its prompt and completion token counts. */
+export function usageOf(promptTokens: number, completionTokens: number): Usage {
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
+}

@@ -1,11 +1,11 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
-import type { Usage } from '@nilegate/shared/schemas/common'
 import { estimatePromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
 import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { UpstreamChunkStream } from './upstream-chunk-stream'
 import { upstreamMalformedError } from './upstream-errors'
 import { UpstreamExchange } from './upstream-exchange'
+import { usageOf, type Usage } from '@nilegate/shared/schemas/common'
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -37,7 +37,7 @@ function estimateUsage(body: ChatCompletionRequest, choices: unknown[]): Usage {
       if (typeof fn.arguments === 'string') completionTokens += estimateTextTokens(fn.arguments)
     }
   }
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
+  return usageOf(promptTokens, completionTokens)
 }
 
 /** Decodes one embedding: base64 of little-endian float32, or a JSON array of numbers. */

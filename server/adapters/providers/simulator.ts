@@ -3,6 +3,7 @@ import { estimatePromptTokens, estimateTextTokens } from '../../core/estimate-to
 import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { embedText, embedTokenIds } from './hashed-embedding'
 import { planReplies, type SimulatedReply, type SimulatedToolCall } from './simulated-reply'
+import { usageOf } from '@nilegate/shared/schemas/common'
 
 /** Vector size when neither the request nor the catalog names one. */
 export const defaultEmbeddingDimensions = 1024
@@ -115,7 +116,7 @@ async function* streamReplies(replies: SimulatedReply[], envelope: Envelope, pro
     created: envelope.created,
     model: envelope.model,
     choices: [],
-    usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion },
+    usage: usageOf(promptTokens, completion),
   }
 }
 
@@ -147,7 +148,7 @@ export class SimulatorProvider implements Provider {
       created: envelope.created,
       model: envelope.model,
       choices: replies.map((reply, index) => ({ index, message: toMessage(reply), logprobs: null, finish_reason: reply.finishReason })),
-      usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion },
+      usage: usageOf(promptTokens, completion),
     }
   }
 
