@@ -11,7 +11,7 @@ const Env = t.Object({
   NILEGATE_CONFIG: t.Optional(t.String({ minLength: 1 })),
   /** Redis for admission counters shared by every gateway; the in-process store when unset. */
   REDIS_URL: t.Optional(t.String({ minLength: 1 })),
-  /** Comma-separated IPs whose X-Forwarded-For is believed. */
+  /** Comma-separated addresses or CIDRs (v4, v6) of proxies whose X-Forwarded-For is believed. */
   TRUSTED_PROXIES: t.String({ default: '' }),
   /** Bytes of request bodies that may be in flight at once before 503 large_request_backpressure. */
   BODY_BUDGET_BYTES: t.Integer({ minimum: 1, default: 256 * 1024 * 1024 }),

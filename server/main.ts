@@ -1,5 +1,7 @@
 import { Catalog } from './core/catalog'
 import { ApiKeyCache } from './core/authenticate'
+import { AddressList } from './core/client-ip'
+import { LocalChangeBus } from './core/governance/changes'
 import { formatEgp } from './core/money'
 import { UsageRecorder } from './core/usage-recorder'
 import { InProcessAdmissionStore } from './adapters/in-process/admission-store'
@@ -51,9 +53,12 @@ const app = buildApp({
   ledger: database.ledger,
   keys: new ApiKeyCache(database.identities),
   bodyBudgetBytes: config.bodyBudgetBytes,
+  management: { governance: database.governance, trustedProxies: new AddressList(config.trustedProxies), changes: new LocalChangeBus() },
 })
 // Bun's own cap answers a bare 413 without a request id; the app enforces the real caps.
 const server = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, development: false, maxRequestBodySize: 256 * 1024 * 1024, idleTimeout: 255 })
+// Routes read the socket peer (client IP, allow-lists) through the context's `server`.
+app.server = server
 const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}/v1`
 const control = embedded ? startControlSocket(config.dataDir, { baseUrl, createDemo: (options) => database.createDemoTenant(options) }) : null
 

@@ -2,10 +2,16 @@ import { Elysia } from 'elysia'
 import type { ApiKeyCache } from '../core/authenticate'
 import { EdgeLimiter } from '../core/edge-limiter'
 import type { InferenceDeps } from '../core/inference'
+import type { ManagementDeps } from './management'
 import { errorHandler, type RouteTable } from './plugins/error-handler'
 import { BodyBudget, defaultBodyLimitBytes, inferenceBodyLimitBytes, readJsonBody } from './request-body'
+import { adminRouteTable, adminRoutes } from './routes/admin'
+import { auditLogRouteTable, auditLogRoutes } from './routes/audit-logs'
+import { authRouteTable, authRoutes } from './routes/auth'
 import { inferenceRoutes } from './routes/inference'
 import { modelRoutes } from './routes/models'
+import { organizationRouteTable, organizationRoutes } from './routes/organizations'
+import { projectRouteTable, projectRoutes } from './routes/projects'
 
 export interface AppDeps extends InferenceDeps {
   keys: ApiKeyCache
@@ -13,16 +19,23 @@ export interface AppDeps extends InferenceDeps {
   bodyBudgetBytes: number
   /** The per-key burst guard; the SPEC's limits when absent. */
   edge?: EdgeLimiter
+  /** Accounts, organizations, projects, keys, the operator API and the audit trail. */
+  management: ManagementDeps
 }
 
 const routeTable: RouteTable = [
   { pattern: /^\/v1\/chat\/completions\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/embeddings\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/models(\/.*)?$/, methods: ['GET'] },
+  ...authRouteTable,
+  ...organizationRouteTable,
+  ...projectRouteTable,
+  ...auditLogRouteTable,
+  ...adminRouteTable,
 ]
 
 const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings'])
-const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests'
+const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests, Idempotent-Replayed'
 
 // Request ids are a random prefix per process plus a counter: unique across instances, and cheaper
 // than a random UUID per request.
@@ -43,7 +56,7 @@ export function buildApp(deps: AppDeps) {
       set.headers['access-control-allow-origin'] = '*'
       set.headers['access-control-expose-headers'] = exposedHeaders
       if (request.method === 'OPTIONS') {
-        set.headers['access-control-allow-methods'] = 'GET, POST, OPTIONS'
+        set.headers['access-control-allow-methods'] = 'GET, POST, DELETE, OPTIONS'
         set.headers['access-control-allow-headers'] = request.headers.get('access-control-request-headers') ?? 'authorization, content-type'
         set.headers['access-control-max-age'] = '86400'
         return new Response(null, { status: 204, headers: set.headers as Record<string, string> })
@@ -54,6 +67,11 @@ export function buildApp(deps: AppDeps) {
     .onParse(({ request, path }) => readJsonBody(request, inferencePaths.has(path) ? inferenceBodyLimitBytes : defaultBodyLimitBytes, bodyBudget))
     .use(modelRoutes(deps.catalog, deps.keys, edge))
     .use(inferenceRoutes({ ...deps, edge }))
+    .use(authRoutes(deps.management))
+    .use(organizationRoutes(deps.management))
+    .use(projectRoutes(deps.management))
+    .use(auditLogRoutes(deps.management))
+    .use(adminRoutes(deps.management))
 }
 
 export type App = ReturnType<typeof buildApp>

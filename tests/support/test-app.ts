@@ -10,6 +10,7 @@ import type { OrgCounters } from '../../server/core/admission'
 import type { EdgeLimiter } from '../../server/core/edge-limiter'
 import type { Router } from '../../server/core/router'
 import { buildApp } from '../../server/http/app'
+import { unavailableManagement } from './management-app'
 
 export const demoCatalogPath = new URL('../../server/demo-catalog.json', import.meta.url).pathname
 export const chatModel = 'nile/qwen2.5-7b-instruct'
@@ -121,6 +122,7 @@ export async function testApp(
     edge: options.edge,
     keys: new ApiKeyCache({ findApiKeyByHash: async (hash) => (hash === hashApiKey(secret) ? identity : null) }),
     bodyBudgetBytes: options.bodyBudgetBytes ?? 256 * 1024 * 1024,
+    management: unavailableManagement(),
   })
   const headers = { authorization: `Bearer ${secret}` }
   /** A raw request to the app, authenticated unless headers say otherwise. */

@@ -3,6 +3,7 @@
  * executes queries synchronously on the thread that calls it, so here a batch of usage inserts
  * stalls this thread instead of every response of the gateway.
  */
+import { governanceAreas, type GovernanceArea } from '../../core/governance'
 import type { UsageEvent } from '../../core/ports'
 import { serializeError, type SerializedError } from './cross-thread-error'
 import { openDatabase, type Database, type DemoTenantOptions } from './database'
@@ -42,6 +43,13 @@ const operations = {
   createDemoTenant: (options?: DemoTenantOptions) => opened().createDemoTenant(options),
   seedDemoIfEmpty: (options?: DemoTenantOptions) => opened().seedDemoIfEmpty(options),
   hasOrganizations: () => opened().hasOrganizations(),
+  /** A call of the management API's repositories: area, method, then the method's arguments. */
+  governance(area: GovernanceArea, method: string, ...args: unknown[]): Promise<unknown> {
+    const repository = governanceAreas.includes(area) ? (opened().governance[area] as unknown as Record<string, unknown>) : undefined
+    const run = repository && Object.hasOwn(repository, method) ? repository[method] : undefined
+    if (typeof run !== 'function') throw new Error(`unknown governance operation ${JSON.stringify(`${area}.${method}`)}`)
+    return run.apply(repository, args)
+  },
   close(): Promise<void> {
     closing ??= (async () => {
       await Promise.allSettled(inFlight)

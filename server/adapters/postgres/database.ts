@@ -6,9 +6,11 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
+import type { Governance } from '../../core/governance'
 import type { IdentityStore, LedgerReader, UsageRepository } from '../../core/ports'
 import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoTenant, type DemoTenantOptions } from './demo-tenant'
 import type { Drizzle } from './drizzle'
+import { createGovernance } from './governance'
 import { createIdentityRepository } from './identity-repository'
 import { createLedgerReader } from './ledger-repository'
 import * as schema from './schema'
@@ -34,6 +36,8 @@ export interface GatewayDatabase {
   readonly identities: IdentityStore
   readonly usage: UsageRepository
   readonly ledger: LedgerReader
+  /** The management API's repositories. */
+  readonly governance: Governance
   createDemoTenant(options?: DemoTenantOptions): Promise<DemoTenant>
   /** Creates a demo tenant when the database has no organization yet; returns it, or null. */
   seedDemoIfEmpty(options?: DemoTenantOptions): Promise<DemoTenant | null>
@@ -113,6 +117,7 @@ function buildDatabase(kind: Database['kind'], db: Drizzle, lifecycle: { migrate
     identities: createIdentityRepository(db),
     usage: createUsageRepository(db),
     ledger: createLedgerReader(db),
+    governance: createGovernance(db),
     createDemoTenant: (options) => createDemoTenant(db, options),
     seedDemoIfEmpty: (options) => createDemoTenantIfEmpty(db, options),
     hasOrganizations: () => hasOrganizations(db),

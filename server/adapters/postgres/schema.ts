@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { bigint, boolean, check, foreignKey, index, integer, pgTable, primaryKey, text, timestamp, unique } from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, check, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique } from 'drizzle-orm/pg-core'
 
 /** Plan tiers; each has a default RPM ceiling. */
 export type PlanTier = 'free' | 'developer' | 'team' | 'enterprise'
@@ -27,6 +27,8 @@ export const organizations = pgTable(
     billingTimeZone: text('billing_time_zone').notNull().default('Africa/Cairo'),
     /** Data residency: only deployments in this region may serve the organization. */
     requiresRegion: text('requires_region'),
+    /** Model ids the organization may call, set by an operator; null allows every catalog model. */
+    allowedModels: text('allowed_models').array(),
     createdAt: createdAt(),
   },
   (table) => [
@@ -42,10 +44,13 @@ export const users = pgTable(
     id: text('id').primaryKey(),
     /** Stored lower-cased so that uniqueness ignores case. */
     email: text('email').notNull().unique('users_email_unique'),
+    name: text('name'),
     passwordHash: text('password_hash').notNull(),
     emailVerifiedAt: nullableTimestamp('email_verified_at'),
     isOperator: boolean('is_operator').notNull().default(false),
     disabledAt: nullableTimestamp('disabled_at'),
+    /** The account was deleted by its owner; its sessions then answer user_not_found. */
+    deletedAt: nullableTimestamp('deleted_at'),
     createdAt: createdAt(),
   },
   (table) => [check('users_email_lower_case_check', sql`${table.email} = lower(${table.email})`)],
@@ -174,3 +179,128 @@ export const usageEvents = pgTable(
   },
   (table) => [index('usage_events_org_id_created_at_index').on(table.orgId, table.createdAt)],
 )
+
+/** Dashboard sessions: opaque access tokens, stored as SHA-256 hashes. */
+export const sessions = pgTable(
+  'sessions',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    tokenHash: text('token_hash').notNull().unique('sessions_token_hash_unique'),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+    revokedAt: nullableTimestamp('revoked_at'),
+    ip: text('ip'),
+    userAgent: text('user_agent'),
+  },
+  (table) => [index('sessions_user_id_index').on(table.userId)],
+)
+
+/** One-time e-mail verification tokens, stored as SHA-256 hashes. */
+export const emailVerifications = pgTable(
+  'email_verifications',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+    usedAt: nullableTimestamp('used_at'),
+  },
+  (table) => [index('email_verifications_user_id_index').on(table.userId)],
+)
+
+/** Mail the gateway sends: delivered over SMTP when configured, otherwise kept here and logged. */
+export const mailOutbox = pgTable('mail_outbox', {
+  id: text('id').primaryKey(),
+  toAddress: text('to_address').notNull(),
+  subject: text('subject').notNull(),
+  body: text('body').notNull(),
+  createdAt: createdAt(),
+  sentAt: nullableTimestamp('sent_at'),
+  error: text('error'),
+})
+
+/** Invitations to join an organization with a role; accepted with the token mailed to the address. */
+export const invites = pgTable(
+  'invites',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    /** Lower-cased. */
+    email: text('email').notNull(),
+    role: text('role').$type<MembershipRole>().notNull(),
+    tokenHash: text('token_hash').notNull().unique('invites_token_hash_unique'),
+    invitedByUserId: text('invited_by_user_id').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+    acceptedAt: nullableTimestamp('accepted_at'),
+    revokedAt: nullableTimestamp('revoked_at'),
+  },
+  (table) => [
+    index('invites_org_id_index').on(table.orgId),
+    check('invites_role_check', sql`${table.role} in ('owner', 'admin', 'member', 'reader')`),
+  ],
+)
+
+export type AuditActorType = 'user' | 'api_key' | 'operator' | 'system'
+
+/**
+ * The audit trail: append-only (a trigger refuses UPDATE and DELETE). `seq` orders records; `id`
+ * is what clients page with. `changes` holds before/after of the changed fields, never a secret.
+ */
+export const auditLogs = pgTable(
+  'audit_logs',
+  {
+    seq: bigserial('seq', { mode: 'number' }).primaryKey(),
+    id: text('id').notNull().unique('audit_logs_id_unique'),
+    /** Null for platform-level records (an operator disabling a user, say). */
+    orgId: text('org_id'),
+    projectId: text('project_id'),
+    actorType: text('actor_type').$type<AuditActorType>().notNull(),
+    actorId: text('actor_id').notNull(),
+    actorEmail: text('actor_email'),
+    action: text('action').notNull(),
+    targetType: text('target_type').notNull(),
+    targetId: text('target_id').notNull(),
+    changes: jsonb('changes').$type<{ before: Record<string, unknown> | null; after: Record<string, unknown> | null }>(),
+    ip: text('ip'),
+    requestId: text('request_id'),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    index('audit_logs_org_id_seq_index').on(table.orgId, table.seq),
+    check('audit_logs_actor_type_check', sql`${table.actorType} in ('user', 'api_key', 'operator', 'system')`),
+  ],
+)
+
+/** First answers of POST management requests by Idempotency-Key, replayed for the same body. */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    /** Whose key it is: a user id, so two users never share a key space. */
+    scope: text('scope').notNull(),
+    key: text('key').notNull(),
+    /** SHA-256 of method, path and body. */
+    fingerprint: text('fingerprint').notNull(),
+    /** Null while the first request is still running. */
+    status: integer('status'),
+    body: jsonb('body'),
+    createdAt: createdAt(),
+  },
+  (table) => [primaryKey({ name: 'idempotency_keys_pkey', columns: [table.scope, table.key] })],
+)
+
+/** Retirements decided by operators; they override the catalog file's status and replacement. */
+export const modelRetirements = pgTable('model_retirements', {
+  modelId: text('model_id').primaryKey(),
+  /** ISO date (YYYY-MM-DD) from which the model answers model_sunset. */
+  retiresOn: text('retires_on').notNull(),
+  replacement: text('replacement'),
+  createdAt: createdAt(),
+})

@@ -1,3 +1,4 @@
+import { governanceAreas, type Governance, type GovernanceArea } from '../../core/governance'
 import { reviveError } from './cross-thread-error'
 import type { GatewayDatabase } from './database'
 import type { DatabaseWorkerOperation, DatabaseWorkerOperations, DatabaseWorkerReply, DatabaseWorkerRequest } from './database-worker'
@@ -47,8 +48,18 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
     createDemoTenant: (demoOptions) => client.call('createDemoTenant', demoOptions),
     seedDemoIfEmpty: (demoOptions) => client.call('seedDemoIfEmpty', demoOptions),
     hasOrganizations: () => client.call('hasOrganizations'),
+    governance: governanceInWorker(client),
     close: () => client.close(),
   }
+}
+
+/** Each repository method of the management API becomes a call into the thread. */
+function governanceInWorker(client: DatabaseWorkerClient): Governance {
+  const area = (name: GovernanceArea) =>
+    new Proxy({} as Record<string, unknown>, {
+      get: (_, method) => (typeof method === 'string' && method !== 'then' ? (...args: unknown[]) => client.call('governance', name, method, ...args) : undefined),
+    })
+  return Object.fromEntries(governanceAreas.map((name) => [name, area(name)])) as unknown as Governance
 }
 
 interface PendingCall {

@@ -1,0 +1,40 @@
+import { newId } from '../../../core/api-keys'
+import type { AuditActor, AuditEntry } from '../../../core/governance/audit'
+import type { Drizzle } from '../drizzle'
+import { auditLogs } from '../schema'
+
+/**
+ * Appends one audit record. Call it with the transaction of the change it describes, so the
+ * record exists exactly when the change does.
+ */
+export async function appendAudit(tx: Drizzle, actor: AuditActor, entry: AuditEntry): Promise<void> {
+  await tx.insert(auditLogs).values({
+    id: newId('audit'),
+    orgId: entry.orgId,
+    projectId: entry.projectId ?? null,
+    actorType: actor.type,
+    actorId: actor.id,
+    actorEmail: actor.email,
+    action: entry.action,
+    targetType: entry.targetType,
+    targetId: entry.targetId,
+    changes: entry.before === undefined && entry.after === undefined ? null : { before: entry.before ?? null, after: entry.after ?? null },
+    ip: actor.ip,
+    requestId: actor.requestId,
+  })
+}
+
+/** Whether a database error (from postgres.js or PGlite, possibly wrapped by drizzle) is a unique violation. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  for (let current = error; current instanceof Error || (typeof current === 'object' && current !== null); current = (current as { cause?: unknown }).cause) {
+    const { code, constraint_name: constraintName, constraint: pgliteConstraint } = current as { code?: unknown; constraint_name?: unknown; constraint?: unknown }
+    if (code === '23505') return constraint === undefined || constraintName === constraint || pgliteConstraint === constraint
+    if ((current as { cause?: unknown }).cause === current) break
+  }
+  return false
+}
+
+/** Unix seconds of a timestamp column. */
+export function unixSeconds(date: Date): number {
+  return Math.floor(date.getTime() / 1000)
+}

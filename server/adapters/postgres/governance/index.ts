@@ -1,0 +1,20 @@
+import type { Governance } from '../../../core/governance'
+import type { Drizzle } from '../drizzle'
+import { createAccountRepository } from './accounts'
+import { createAuditRepository } from './audit'
+import { createIdempotencyRepository } from './idempotency'
+import { createOperatorRepository } from './operator'
+import { createOrganizationRepository } from './organizations'
+import { createProjectRepository } from './projects'
+
+/** The management API's repositories over one database. */
+export function createGovernance(db: Drizzle): Governance {
+  return {
+    accounts: createAccountRepository(db),
+    organizations: createOrganizationRepository(db),
+    projects: createProjectRepository(db),
+    operator: createOperatorRepository(db),
+    audit: createAuditRepository(db),
+    idempotency: createIdempotencyRepository(db),
+  }
+}

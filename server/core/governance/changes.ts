@@ -1,0 +1,40 @@
+/** A governance change that caches on every gateway instance must see. */
+export type GovernanceChange =
+  /** Something an API key's identity reads changed: a key, project or the organization itself. */
+  | { kind: 'organization'; orgId: string }
+  /** An operator retired a model or changed a retirement. */
+  | { kind: 'model_retirements' }
+
+/**
+ * Carries changes to every instance: in process when embedded, Redis pub/sub in production.
+ * `publish` reaches this instance's listeners before it resolves.
+ */
+export interface ChangeBus {
+  publish(change: GovernanceChange): Promise<void>
+  subscribe(listener: (change: GovernanceChange) => void): () => void
+}
+
+/** The bus of a single gateway process. */
+export class LocalChangeBus implements ChangeBus {
+  private readonly listeners = new Set<(change: GovernanceChange) => void>()
+
+  async publish(change: GovernanceChange): Promise<void> {
+    this.deliver(change)
+  }
+
+  /** Hands a change to this instance's listeners; a listener that throws does not stop the others. */
+  deliver(change: GovernanceChange): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(change)
+      } catch (error) {
+        console.error('a governance change listener failed', error)
+      }
+    }
+  }
+
+  subscribe(listener: (change: GovernanceChange) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+}

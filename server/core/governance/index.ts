@@ -1,0 +1,19 @@
+import type { AccountStore } from './accounts'
+import type { AuditStore } from './audit'
+import type { IdempotencyStore } from './idempotency'
+import type { OperatorStore } from './operator'
+import type { OrganizationStore } from './organizations'
+import type { ProjectStore } from './projects'
+
+/** Everything the management API asks of the database, by area. */
+export interface Governance {
+  accounts: AccountStore
+  organizations: OrganizationStore
+  projects: ProjectStore
+  operator: OperatorStore
+  audit: AuditStore
+  idempotency: IdempotencyStore
+}
+
+export type GovernanceArea = keyof Governance
+export const governanceAreas = ['accounts', 'organizations', 'projects', 'operator', 'audit', 'idempotency'] as const satisfies readonly GovernanceArea[]

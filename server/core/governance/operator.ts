@@ -1,0 +1,2 @@
+/** Platform-operator operations under /v1/admin/*. */
+export interface OperatorStore {}

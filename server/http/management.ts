@@ -1,0 +1,136 @@
+import { Elysia } from 'elysia'
+import { GatewayError } from '@nilegate/shared/errors'
+import { hashApiKey, looksLikeApiKey } from '../core/api-keys'
+import { bearerToken } from '../core/authenticate'
+import { clientIp, type AddressList } from '../core/client-ip'
+import type { Governance } from '../core/governance'
+import { looksLikeSessionToken, type UserRecord } from '../core/governance/accounts'
+import type { AuditActor } from '../core/governance/audit'
+import type { ChangeBus } from '../core/governance/changes'
+import { requirePermission, type MembershipRole, type OrgAction } from '../core/governance/roles'
+
+/** What the management routes (auth, organization, projects, operator) are built from. */
+export interface ManagementDeps {
+  governance: Governance
+  /** Peers whose X-Forwarded-For is believed. */
+  trustedProxies: AddressList
+  /** Tells every gateway instance about changes their caches hold. */
+  changes: ChangeBus
+  now?: () => number
+}
+
+/** The parts of an Elysia context the guards read. */
+interface RequestContext {
+  request: Request
+  server: { requestIP(request: Request): { address: string } | null } | null
+  set: { headers: Record<string, unknown> }
+}
+
+/** Where a request came from and which it is: for audit records and login limits. */
+export interface RequestOrigin {
+  ip: string | null
+  requestId: string | null
+}
+
+export function requestOrigin(context: RequestContext, trustedProxies: AddressList): RequestOrigin {
+  const peer = context.server?.requestIP(context.request)?.address ?? null
+  return {
+    ip: clientIp(peer, context.request.headers.get('x-forwarded-for'), trustedProxies),
+    requestId: (context.set.headers['x-request-id'] as string | undefined) ?? null,
+  }
+}
+
+/** A signed-in user making this request. */
+export interface SessionPrincipal {
+  sessionId: string
+  user: UserRecord
+  origin: RequestOrigin
+  /** How audit records name this request's actor. */
+  actor: AuditActor
+}
+
+/**
+ * Resolves the session of a management request: 401 with the exact code for a missing header, an
+ * API key (`invalid_token_type`), an unknown, revoked or expired token, a deleted or disabled user.
+ */
+export async function authenticateSession(deps: ManagementDeps, context: RequestContext): Promise<SessionPrincipal> {
+  const token = bearerToken(context.request.headers.get('authorization'))
+  if (looksLikeApiKey(token)) throw new GatewayError('invalid_token_type', 'This route takes a session access token from POST /v1/auth/login, not an API key.')
+  if (!looksLikeSessionToken(token)) throw new GatewayError('invalid_api_key', 'The access token is not recognised; log in with POST /v1/auth/login.')
+  const found = await deps.governance.accounts.findSessionByTokenHash(hashApiKey(token))
+  if (!found) throw new GatewayError('invalid_api_key', 'The access token is not recognised; log in with POST /v1/auth/login.')
+  if (found.revokedAt !== null) throw new GatewayError('token_revoked')
+  if (found.expiresAt <= (deps.now ?? Date.now)()) throw new GatewayError('token_revoked', 'The session expired; log in again.')
+  if (found.user.deleted) throw new GatewayError('user_not_found')
+  if (found.user.disabled) throw new GatewayError('user_disabled')
+  const origin = requestOrigin(context, deps.trustedProxies)
+  return {
+    sessionId: found.sessionId,
+    user: found.user,
+    origin,
+    actor: { type: found.user.isOperator ? 'operator' : 'user', id: found.user.id, email: found.user.email, ip: origin.ip, requestId: origin.requestId },
+  }
+}
+
+/** The organization (and project) a session acts on, from `OpenAI-Organization` and `OpenAI-Project`. */
+export interface OrgScope {
+  orgId: string
+  role: MembershipRole
+  status: 'active' | 'suspended'
+  /** The project named by `OpenAI-Project`, checked to belong to the organization; null when absent. */
+  projectId: string | null
+}
+
+/**
+ * Selects the organization of a dashboard request: the `OpenAI-Organization` header, or the user's
+ * first organization. Unverified users get 403 email_not_verified; non-members 401 not_a_member
+ * (the same for an organization that does not exist, so nothing is revealed); a project of
+ * another organization 403 project_not_in_org.
+ */
+export async function selectOrganization(deps: ManagementDeps, principal: SessionPrincipal, request: Request): Promise<OrgScope> {
+  if (!principal.user.emailVerified) throw new GatewayError('email_not_verified')
+  const memberships = await deps.governance.organizations.listMemberships(principal.user.id)
+  const wanted = request.headers.get('openai-organization')?.trim() || null
+  const membership = wanted === null ? memberships[0] : memberships.find((candidate) => candidate.orgId === wanted)
+  if (!membership) {
+    throw new GatewayError('not_a_member', wanted === null ? 'You do not belong to any organization yet; create one with POST /v1/organizations or accept an invite.' : `You are not a member of the organization '${wanted}'.`)
+  }
+  const projectId = request.headers.get('openai-project')?.trim() || null
+  if (projectId !== null && !(await deps.governance.projects.projectBelongsTo(membership.orgId, projectId))) {
+    throw new GatewayError('project_not_in_org', `The project '${projectId}' does not belong to the organization '${membership.orgId}'.`)
+  }
+  return { orgId: membership.orgId, role: membership.role, status: membership.orgStatus, projectId }
+}
+
+/**
+ * 403 permission_denied unless the member's role allows `action`; a change (any action but a read)
+ * in a suspended organization is 403 org_suspended.
+ */
+export function authorize(scope: OrgScope, action: OrgAction): void {
+  requirePermission(scope.role, action)
+  if (scope.status === 'suspended' && !action.endsWith('.read')) throw new GatewayError('org_suspended')
+}
+
+/** Routes that need a signed-in user: adds `principal`. */
+export function sessionAuth(deps: ManagementDeps) {
+  return new Elysia().derive({ as: 'scoped' }, async (context) => ({
+    principal: await authenticateSession(deps, context as unknown as RequestContext),
+  }))
+}
+
+/** Routes of the selected organization: adds `principal` and `org`. */
+export function orgAccess(deps: ManagementDeps) {
+  return new Elysia().derive({ as: 'scoped' }, async (context) => {
+    const principal = await authenticateSession(deps, context as unknown as RequestContext)
+    return { principal, org: await selectOrganization(deps, principal, context.request) }
+  })
+}
+
+/** Routes of platform operators (/v1/admin/*): adds `principal`; others get 403 permission_denied. */
+export function operatorAccess(deps: ManagementDeps) {
+  return new Elysia().derive({ as: 'scoped' }, async (context) => {
+    const principal = await authenticateSession(deps, context as unknown as RequestContext)
+    if (!principal.user.isOperator) throw new GatewayError('permission_denied', 'Only platform operators may use /v1/admin routes.')
+    return { principal }
+  })
+}
