@@ -53,7 +53,14 @@ const app = buildApp({
   ledger: database.ledger,
   keys: new ApiKeyCache(database.identities),
   bodyBudgetBytes: config.bodyBudgetBytes,
-  management: { governance: database.governance, trustedProxies: new AddressList(config.trustedProxies), changes: new LocalChangeBus() },
+  management: {
+    governance: database.governance,
+    trustedProxies: new AddressList(config.trustedProxies),
+    changes: new LocalChangeBus(),
+    mailer: { send: async (message) => console.log(`mail to ${message.to}: ${message.subject}\n${message.text}`) },
+    catalog,
+    admission,
+  },
 })
 // Bun's own cap answers a bare 413 without a request id; the app enforces the real caps.
 const server = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, development: false, maxRequestBodySize: 256 * 1024 * 1024, idleTimeout: 255 })

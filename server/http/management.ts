@@ -2,12 +2,15 @@ import { Elysia } from 'elysia'
 import { GatewayError } from '@nilegate/shared/errors'
 import { hashApiKey, looksLikeApiKey } from '../core/api-keys'
 import { bearerToken } from '../core/authenticate'
+import type { AdmissionStore } from '../core/admission'
+import type { Catalog } from '../core/catalog'
 import { clientIp, type AddressList } from '../core/client-ip'
 import type { Governance } from '../core/governance'
 import { looksLikeSessionToken, type UserRecord } from '../core/governance/accounts'
 import type { AuditActor } from '../core/governance/audit'
 import type { ChangeBus } from '../core/governance/changes'
 import { requirePermission, type MembershipRole, type OrgAction } from '../core/governance/roles'
+import type { Mailer } from '../core/mail'
 
 /** What the management routes (auth, organization, projects, operator) are built from. */
 export interface ManagementDeps {
@@ -16,6 +19,11 @@ export interface ManagementDeps {
   trustedProxies: AddressList
   /** Tells every gateway instance about changes their caches hold. */
   changes: ChangeBus
+  mailer: Mailer
+  /** The model catalog: enabled-model lists are checked against it; operators retire its models. */
+  catalog: Catalog
+  /** Credit top-ups reach the live balance here. */
+  admission: AdmissionStore
   now?: () => number
 }
 

@@ -10,6 +10,7 @@ import { AddressList } from '../../server/core/client-ip'
 import type { Governance } from '../../server/core/governance'
 import { generateSecretToken, sessionLifetimeMs, sessionTokenPrefix, type UserRecord } from '../../server/core/governance/accounts'
 import { LocalChangeBus } from '../../server/core/governance/changes'
+import type { MailMessage } from '../../server/core/mail'
 import type { UsageEvent } from '../../server/core/ports'
 import { loadCatalogFile } from '../../server/catalog-file'
 import { buildApp } from '../../server/http/app'
@@ -24,7 +25,7 @@ export function unavailableManagement(): ManagementDeps {
     }),
   })
   const governance = new Proxy({} as Governance, { get: () => failing })
-  return { governance, trustedProxies: new AddressList([]), changes: new LocalChangeBus() }
+  return { governance, trustedProxies: new AddressList([]), changes: new LocalChangeBus(), mailer: { send: async () => {} }, catalog: new Catalog([]), admission: new InProcessAdmissionStore() }
 }
 
 // One argon2id hash for every test user: hashing is deliberately slow.
@@ -51,13 +52,23 @@ export interface SignedInUser {
  */
 export async function managementApp(db: Database, options: ManagementAppOptions = {}) {
   const changes = new LocalChangeBus()
-  const management: ManagementDeps = { governance: db.governance, trustedProxies: new AddressList(options.trustedProxies ?? []), changes, now: options.now }
+  const mail: MailMessage[] = []
+  const catalog = new Catalog(await loadCatalogFile(demoCatalogPath))
+  const admission = new InProcessAdmissionStore()
+  const management: ManagementDeps = {
+    governance: db.governance,
+    trustedProxies: new AddressList(options.trustedProxies ?? []),
+    changes,
+    mailer: { send: async (message) => void mail.push(message) },
+    catalog,
+    admission,
+    now: options.now,
+  }
   const keys = new ApiKeyCache(db.identities)
   const usage: UsageEvent[] = []
   const provider = new ScriptedProvider()
-  const admission = new InProcessAdmissionStore()
   const app = buildApp({
-    catalog: new Catalog(await loadCatalogFile(demoCatalogPath)),
+    catalog,
     providerFor: () => provider,
     usage: { record: (event) => usage.push(event) },
     admission,
@@ -113,5 +124,5 @@ export async function managementApp(db: Database, options: ManagementAppOptions 
     return { url: `http://127.0.0.1:${server.port}`, stop: () => server.stop(true) }
   }
 
-  return { app, db, send, signUp, createOrganization, listen, keys, changes, usage, provider, admission, management }
+  return { app, db, send, signUp, createOrganization, listen, keys, changes, mail, usage, provider, admission, management, catalog }
 }
