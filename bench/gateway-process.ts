@@ -8,6 +8,8 @@ export interface RunningGateway {
   baseUrl: string
   pid: number
   keys: string[]
+  /** Who owns the first key: for signing in to the management API. */
+  firstTenant: DemoCredentials
   /** The keys, one a line, for the load tools. */
   keysFile: string
   /** Why the gateway is no longer running (exit code or signal, and the end of its log), or null while it runs. */
@@ -84,8 +86,16 @@ async function waitUntilListening(baseUrl: string, child: Subprocess, logPath: s
   throw new Error(`the gateway did not answer on ${baseUrl} within ${timeoutMs} ms:\n${(await Bun.file(logPath).text()).slice(-3000)}`)
 }
 
-/** Runs `bun server/cli.ts demo --json` against the running gateway and returns the new API key. */
-async function createDemoKey(launch: GatewayLaunch, env: Record<string, string>, index: number): Promise<string> {
+/** What `server/cli.ts demo --json` prints, as far as the bench uses it. */
+export interface DemoCredentials {
+  api_key: string
+  project_id: string
+  email: string
+  password: string
+}
+
+/** Runs `bun server/cli.ts demo --json` against the running gateway and returns the new tenant. */
+async function createDemoTenant(launch: GatewayLaunch, env: Record<string, string>, index: number): Promise<DemoCredentials> {
   const logPath = join(launch.workDir, `cli-demo-${index}.out`)
   const errorLogPath = join(launch.workDir, `cli-demo-${index}.err`)
   const cmd = ['bun', 'server/cli.ts', 'demo', '--json', '--rpm', '1000000', '--balance-egp', '1000000']
@@ -93,9 +103,9 @@ async function createDemoKey(launch: GatewayLaunch, env: Record<string, string>,
   const exitCode = await child.exited
   const output = await Bun.file(logPath).text()
   if (exitCode !== 0) throw new Error(`${cmd.join(' ')} exited with ${exitCode}:\n${output}${await Bun.file(errorLogPath).text()}`)
-  const demo = JSON.parse(output.slice(output.indexOf('{'), output.lastIndexOf('}') + 1)) as { api_key?: unknown }
+  const demo = JSON.parse(output.slice(output.indexOf('{'), output.lastIndexOf('}') + 1)) as Partial<DemoCredentials>
   if (typeof demo.api_key !== 'string') throw new Error(`${cmd.join(' ')} printed no api_key:\n${output}`)
-  return demo.api_key
+  return demo as DemoCredentials
 }
 
 /** Starts `bun server/main.ts` on a free port with a temporary DATA_DIR and the bench catalog, and makes keys. */
@@ -121,11 +131,12 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
   await waitUntilListening(baseUrl, child, logPath, 60_000)
 
   // A handful at a time: each spawns bun, and the gateway hashes a password per tenant.
-  const keys: string[] = []
+  const tenants: DemoCredentials[] = []
   for (let first = 0; first < launch.keys; first += 4) {
-    const batch = Array.from({ length: Math.min(4, launch.keys - first) }, (_, offset) => createDemoKey(launch, env, first + offset))
-    keys.push(...(await Promise.all(batch)))
+    const batch = Array.from({ length: Math.min(4, launch.keys - first) }, (_, offset) => createDemoTenant(launch, env, first + offset))
+    tenants.push(...(await Promise.all(batch)))
   }
+  const keys = tenants.map((tenant) => tenant.api_key)
   const keysFile = join(launch.workDir, 'keys.txt')
   await Bun.write(keysFile, keys.join('\n') + '\n')
 
@@ -139,6 +150,7 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
     baseUrl,
     pid: child.pid,
     keys,
+    firstTenant: tenants[0]!,
     keysFile,
     exitReport: () => describeExit('the gateway', child, logPath),
     async stop() {

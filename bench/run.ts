@@ -20,7 +20,7 @@ import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
 import { startUpstream, type RunningUpstream } from './upstream-process'
 
-interface Options {
+export interface Options {
   durationS: number
   /** Times each scenario is measured; the median round is reported. */
   rounds: number
@@ -72,7 +72,7 @@ function parseOptions(args: string[]): Options {
   }
 }
 
-function chatBody(model: string): string {
+export function chatBody(model: string): string {
   return JSON.stringify({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say something short.' }] })
 }
 
@@ -93,7 +93,7 @@ async function checkChat(url: string, body: string, key: string | null): Promise
   }
 }
 
-interface Scenario {
+export interface Scenario {
   id: ScenarioOutcome['id']
   label: string
   url: string
@@ -103,7 +103,7 @@ interface Scenario {
 }
 
 /** The round with the median throughput, carrying every round's req/s; a round that failed or had errors wins, to be seen. */
-function medianRound(outcomes: ScenarioOutcome[]): ScenarioOutcome {
+export function medianRound(outcomes: ScenarioOutcome[]): ScenarioOutcome {
   const failed = outcomes.find((outcome) => outcome.result === null)
   if (failed || outcomes.length === 1) return failed ?? outcomes[0]!
   const measured = outcomes.map((outcome) => ({ outcome, rps: requestsPerSecond(outcome.result!) })).sort((a, b) => a.rps - b.rps)
@@ -112,7 +112,7 @@ function medianRound(outcomes: ScenarioOutcome[]): ScenarioOutcome {
   return { ...shown, roundsRps: outcomes.map((outcome) => requestsPerSecond(outcome.result!)) }
 }
 
-async function measureScenario(
+export async function measureScenario(
   scenario: Scenario,
   context: { tool: LoadTool; options: Options; processes: ProcessGroup; workDir: string; pids: { gateway: number | null; upstream: number }; isWarm: boolean },
 ): Promise<ScenarioOutcome> {
