@@ -18,6 +18,8 @@ const Env = t.Object({
   /** Milliseconds between usage batch flushes. */
   USAGE_FLUSH_MS: t.Integer({ minimum: 1, default: 200 }),
   LOG_REQUESTS: t.Boolean({ default: false }),
+  /** Seconds between passes that reconcile admission counters with the ledger; 0 turns them off. */
+  RECONCILE_INTERVAL_S: t.Integer({ minimum: 0, default: 300 }),
 })
 
 export interface Config {
@@ -32,6 +34,7 @@ export interface Config {
   bodyBudgetBytes: number
   usageFlushMs: number
   logRequests: boolean
+  reconcileIntervalS: number
 }
 
 /** Reads the gateway's configuration from the environment; throws a readable error on bad values. */
@@ -55,5 +58,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     bodyBudgetBytes: parsed.BODY_BUDGET_BYTES,
     usageFlushMs: parsed.USAGE_FLUSH_MS,
     logRequests: parsed.LOG_REQUESTS,
+    reconcileIntervalS: parsed.RECONCILE_INTERVAL_S,
   }
 }

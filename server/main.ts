@@ -3,6 +3,7 @@ import { ApiKeyCache } from './core/authenticate'
 import { AddressList } from './core/client-ip'
 import { LocalChangeBus } from './core/governance/changes'
 import { formatEgp } from './core/money'
+import { PeriodicReconciler } from './core/periodic-reconciler'
 import { UsageRecorder } from './core/usage-recorder'
 import { InProcessAdmissionStore } from './adapters/in-process/admission-store'
 import { createProviderRegistry } from './adapters/providers'
@@ -44,6 +45,8 @@ async function openAdmissionStore() {
   return store
 }
 const admission = await openAdmissionStore()
+const reconciler = config.reconcileIntervalS > 0 ? new PeriodicReconciler(admission, database.ledger, () => database.listBillingAccounts(), { intervalMs: config.reconcileIntervalS * 1000 }) : null
+reconciler?.start()
 
 const app = buildApp({
   catalog,
@@ -84,6 +87,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true
   console.log(`${signal}: finishing requests in flight`)
   await server.stop(false)
+  await reconciler?.stop()
   await control?.stop()
   await usage.close()
   await redis?.close()

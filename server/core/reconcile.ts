@@ -11,8 +11,11 @@ export interface BillingAccount {
 export interface Reconciliation {
   orgId: string
   month: string
-  /** `rebuilt`: the store had no counters; `repaired`: they drifted from the ledger; `in_step`: nothing to do. */
-  outcome: 'rebuilt' | 'repaired' | 'in_step'
+  /**
+   * `rebuilt`: the store had no counters; `repaired`: they drifted from the ledger; `in_step`:
+   * nothing to do; `absent`: the store had no counters and `loadMissing` was off.
+   */
+  outcome: 'rebuilt' | 'repaired' | 'in_step' | 'absent'
   /** Store minus ledger, where they differ (micro-EGP). */
   drift: { balanceMicros: bigint; keys: Map<string, bigint>; projects: Map<string, bigint> }
   releasedHolds: number
@@ -38,15 +41,18 @@ export async function reconcileOrganization(
   ledger: LedgerReader,
   account: BillingAccount,
   nowMs: number,
-  options: { repair?: boolean } = {},
+  options: { repair?: boolean; loadMissing?: boolean } = {},
 ): Promise<Reconciliation> {
   const repair = options.repair ?? true
   const { orgId, timeZone } = account
   const month = billingMonth(nowMs, timeZone)
   const releasedHolds = await store.releaseExpired(orgId, nowMs)
+  const noDrift = { balanceMicros: 0n, keys: new Map<string, bigint>(), projects: new Map<string, bigint>() }
+  // Counters that are absent are loaded on an organization's next request anyway: with
+  // `loadMissing` off, idle organizations cost no ledger read and no memory.
+  if (options.loadMissing === false && !(await store.snapshot(orgId, month))) return { orgId, month, outcome: 'absent', drift: noDrift, releasedHolds }
   const counters: OrgCounters = await ledger.readCounters(orgId, month, timeZone)
   const snapshot = await store.snapshot(orgId, month)
-  const noDrift = { balanceMicros: 0n, keys: new Map<string, bigint>(), projects: new Map<string, bigint>() }
   if (!snapshot) {
     if (repair) await store.load(orgId, counters)
     return { orgId, month, outcome: 'rebuilt', drift: noDrift, releasedHolds }

@@ -43,6 +43,7 @@ const operations = {
   createDemoTenant: (options?: DemoTenantOptions) => opened().createDemoTenant(options),
   seedDemoIfEmpty: (options?: DemoTenantOptions) => opened().seedDemoIfEmpty(options),
   hasOrganizations: () => opened().hasOrganizations(),
+  listBillingAccounts: () => opened().listBillingAccounts(),
   /** A call of the management API's repositories: area, method, then the method's arguments. */
   governance(area: GovernanceArea, method: string, ...args: unknown[]): Promise<unknown> {
     const repository = governanceAreas.includes(area) ? (opened().governance[area] as unknown as Record<string, unknown>) : undefined

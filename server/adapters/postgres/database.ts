@@ -8,6 +8,8 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import type { Governance } from '../../core/governance'
 import type { IdentityStore, LedgerReader, UsageRepository } from '../../core/ports'
+import type { BillingAccount } from '../../core/reconcile'
+import { listBillingAccounts } from './billing-accounts'
 import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoTenant, type DemoTenantOptions } from './demo-tenant'
 import type { Drizzle } from './drizzle'
 import { createGovernance } from './governance'
@@ -42,6 +44,8 @@ export interface GatewayDatabase {
   /** Creates a demo tenant when the database has no organization yet; returns it, or null. */
   seedDemoIfEmpty(options?: DemoTenantOptions): Promise<DemoTenant | null>
   hasOrganizations(): Promise<boolean>
+  /** Every organization with its billing time zone: what the reconciler walks. */
+  listBillingAccounts(): Promise<BillingAccount[]>
   close(): Promise<void>
 }
 
@@ -121,6 +125,7 @@ function buildDatabase(kind: Database['kind'], db: Drizzle, lifecycle: { migrate
     createDemoTenant: (options) => createDemoTenant(db, options),
     seedDemoIfEmpty: (options) => createDemoTenantIfEmpty(db, options),
     hasOrganizations: () => hasOrganizations(db),
+    listBillingAccounts: () => listBillingAccounts(db),
     migrate: lifecycle.migrate,
     close: lifecycle.close,
   }

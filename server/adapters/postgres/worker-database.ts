@@ -48,6 +48,7 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
     createDemoTenant: (demoOptions) => client.call('createDemoTenant', demoOptions),
     seedDemoIfEmpty: (demoOptions) => client.call('seedDemoIfEmpty', demoOptions),
     hasOrganizations: () => client.call('hasOrganizations'),
+    listBillingAccounts: () => client.call('listBillingAccounts'),
     governance: governanceInWorker(client),
     close: () => client.close(),
   }
