@@ -40,6 +40,7 @@ export const errorCatalog = {
   user_not_found: { status: 401, type: auth, message: 'The user of this session no longer exists.' },
   user_disabled: { status: 401, type: auth, message: 'This user account is disabled.' },
   not_a_member: { status: 401, type: auth, message: 'You are not a member of the selected organization.' },
+  invalid_credentials: { status: 401, type: auth, message: 'Incorrect e-mail address or password.' },
   // 402: billing
   quota_exceeded: { status: 402, type: quota, message: 'The organization has no credit left. Top up to continue.' },
   insufficient_balance: { status: 402, type: quota, message: 'This request would exceed the remaining balance. Top up, lower max_tokens, or shorten the prompt.' },

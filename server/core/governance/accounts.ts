@@ -1,10 +1,15 @@
 import { hashApiKey, randomBase62 } from '../api-keys'
 import type { AuditActor } from './audit'
+import type { MembershipRole } from './roles'
+import type { MailMessage } from '../mail'
 
 /** Access tokens of dashboard sessions; distinct from API keys (`sk-`) at a glance. */
 export const sessionTokenPrefix = 'ngs_'
 /** DESIGN.md section 9: 12-hour access tokens. */
 export const sessionLifetimeMs = 12 * 60 * 60 * 1000
+/** One-time e-mail verification tokens: a prefix of their own, so one is never mistaken for a session. */
+export const verificationTokenPrefix = 'ngv_'
+export const verificationLifetimeMs = 24 * 60 * 60 * 1000
 
 export function looksLikeSessionToken(token: string): boolean {
   return token.startsWith(sessionTokenPrefix)
@@ -19,6 +24,11 @@ export function generateSecretToken(prefix: string): { secret: string; hashHex: 
 /** E-mail addresses are compared and stored lower-cased. */
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase()
+}
+
+/** A plausible address (normalized): something@domain.tld, no spaces, at most 254 characters. */
+export function isEmailAddress(email: string): boolean {
+  return email.length <= 254 && /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/.test(email)
 }
 
 export interface UserRecord {
@@ -57,9 +67,72 @@ export interface NewSession {
   userAgent: string | null
 }
 
+/** What login checks a password against; deleted and disabled users are found too. */
+export interface UserCredentials {
+  user: UserRecord
+  passwordHash: string
+}
+
+/** How audit records name a user acting from `source`. */
+export function userActor(user: UserRecord, source: RequestSource): AuditActor {
+  return { type: user.isOperator ? 'operator' : 'user', id: user.id, email: user.email, ip: source.ip, requestId: source.requestId }
+}
+
+/** An active session as its user sees it: never the token or its hash. */
+export interface SessionRecord {
+  id: string
+  ip: string | null
+  userAgent: string | null
+  /** Unix seconds. */
+  createdAt: number
+  expiresAt: number
+}
+
+/** An organization the user belongs to, with the user's role there. */
+export interface UserOrganization {
+  id: string
+  name: string
+  role: MembershipRole
+}
+
+/** Where a request without a signed-in user came from: for the audit records it leaves. */
+export type RequestSource = Pick<AuditActor, 'ip' | 'requestId'>
+
 export interface AccountStore {
-  /** Throws 409 conflict when the e-mail address is taken. */
-  createUser(user: NewUser, actor: AuditActor | null): Promise<UserRecord>
+  /**
+   * Throws 409 conflict when the e-mail address is taken. `actor` is who created the account; for
+   * a user signing up, where the request came from (or null), and the new user is the actor.
+   */
+  createUser(user: NewUser, actor: AuditActor | RequestSource | null): Promise<UserRecord>
   createSession(session: NewSession, actor: AuditActor): Promise<{ sessionId: string }>
   findSessionByTokenHash(tokenHash: string): Promise<SessionLookup | null>
+  /** The user with this (normalized) e-mail address and their password hash, whatever their state. */
+  findCredentials(email: string): Promise<UserCredentials | null>
+  /** Audits `login.failed`; `user` is null when no account has the address. Never given the password. */
+  recordFailedLogin(email: string, user: UserRecord | null, source: RequestSource): Promise<void>
+  /** Stores a one-time verification token (its hash) for the user's e-mail address. */
+  createEmailVerification(input: { userId: string; tokenHash: string; expiresAt: Date }): Promise<void>
+  /**
+   * Spends a verification token and marks the address verified (audited `user.email_verified`);
+   * null when the token is unknown, used or expired at `now`, or its user was deleted.
+   */
+  verifyEmail(tokenHash: string, now: Date, source: RequestSource): Promise<UserRecord | null>
+  /** The user's sessions neither revoked nor expired at `now`, newest first, after the session `after`. */
+  listActiveSessions(query: { userId: string; now: Date; after?: string; limit: number }): Promise<{ sessions: SessionRecord[]; hasMore: boolean }>
+  /**
+   * Revokes one of the user's sessions that is still open, audited as `action` (`logout`, `session.revoked`);
+   * false when the user has no such session.
+   */
+  revokeSession(input: { userId: string; sessionId: string; action: 'logout' | 'session.revoked' }, actor: AuditActor): Promise<boolean>
+  /** The user's organizations, oldest membership first. */
+  listUserOrganizations(userId: string): Promise<UserOrganization[]>
+  /**
+   * Soft-deletes the account and removes its memberships (audited `user.deleted`, and `member.removed`
+   * in each organization); 409 conflict when the user is the only owner of an organization.
+   */
+  deleteUser(userId: string, actor: AuditActor): Promise<void>
+  /** Puts a message in the mail outbox; returns its id. */
+  enqueueMail(message: MailMessage): Promise<{ id: string }>
+  /** Records the outcome of delivering an outbox message: sent now, or the error. */
+  recordMailDelivery(id: string, outcome: { error: string | null }): Promise<void>
 }

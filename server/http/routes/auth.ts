@@ -1,10 +1,97 @@
-import { Elysia } from 'elysia'
-import type { ManagementDeps } from '../management'
+import { Elysia, t } from 'elysia'
+import { GatewayError } from '@nilegate/shared/errors'
+import { hashApiKey } from '../../core/api-keys'
+import { isEmailAddress, normalizeEmail } from '../../core/governance/accounts'
+import { sendVerificationMail } from '../../core/governance/email-verification'
+import { logIn } from '../../core/governance/login'
+import { LoginLimiter } from '../../core/login-limiter'
+import { requestOrigin, type ManagementDeps } from '../management'
 import type { RouteTable } from '../plugins/error-handler'
+import { accountRoutes, userObject, type AuthDeps } from './auth-account'
 
-export const authRouteTable: RouteTable = []
+export const authRouteTable: RouteTable = [
+  { pattern: /^\/v1\/auth\/(signup|login|logout|verify_email|verify_email\/resend)\/?$/, methods: ['POST'] },
+  { pattern: /^\/v1\/auth\/me\/?$/, methods: ['GET', 'DELETE'] },
+  { pattern: /^\/v1\/auth\/sessions\/?$/, methods: ['GET'] },
+  { pattern: /^\/v1\/auth\/sessions\/[^/]+\/?$/, methods: ['DELETE'] },
+]
 
-/** Accounts and sessions under /v1/auth/*. */
-export function authRoutes(_deps: ManagementDeps) {
+const maxUserAgentLength = 512
+
+const SignUp = t.Object(
+  {
+    email: t.String({ minLength: 3, maxLength: 254 }),
+    password: t.String({ minLength: 8, maxLength: 200, error: 'must be 8 to 200 characters' }),
+    name: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+)
+const VerifyEmail = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
+const LogIn = t.Object({ email: t.String({ minLength: 1, maxLength: 254 }), password: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
+
+/**
+ * Accounts and sessions under /v1/auth/*. Signing up, verifying and logging in need no session;
+ * they are limited per client IP (and logins per address). They take no Idempotency-Key: there is
+ * no user to scope it to, and its record would keep a hash of the password (the body's fingerprint)
+ * or the access token (the answer).
+ */
+export function authRoutes(deps: ManagementDeps) {
+  const auth: AuthDeps = {
+    accounts: deps.governance.accounts,
+    limiter: deps.loginLimiter ?? new LoginLimiter(),
+    mailer: deps.mailer,
+    now: deps.now ?? Date.now,
+    publicBaseUrl: deps.publicBaseUrl ?? null,
+  }
   return new Elysia({ normalize: false })
+    .post(
+      '/v1/auth/signup',
+      async (context) => {
+        const { body, set } = context
+        const source = requestOrigin(context, deps.trustedProxies)
+        auth.limiter.admitAttempt(source.ip)
+        const email = normalizeEmail(body.email)
+        if (!isEmailAddress(email)) throw new GatewayError('invalid_request', `'${body.email}' is not an e-mail address.`, 'email')
+        // Argon2 is slow on purpose: hash before the transaction, not inside it.
+        const passwordHash = await Bun.password.hash(body.password, 'argon2id')
+        const user = await auth.accounts.createUser({ email, name: body.name?.trim() || null, passwordHash, emailVerified: false }, source)
+        await sendVerificationMail(auth, user)
+        set.status = 201
+        return userObject(user)
+      },
+      { body: SignUp },
+    )
+    .post(
+      '/v1/auth/verify_email',
+      async (context) => {
+        const source = requestOrigin(context, deps.trustedProxies)
+        auth.limiter.admitAttempt(source.ip)
+        const user = await auth.accounts.verifyEmail(hashApiKey(context.body.token), new Date(auth.now()), source)
+        if (!user) throw new GatewayError('invalid_request', 'The verification token is unknown, already used or expired; ask for a new one with POST /v1/auth/verify_email/resend.', 'token')
+        return userObject(user)
+      },
+      { body: VerifyEmail },
+    )
+    .post(
+      '/v1/auth/login',
+      async (context) => {
+        const { body, request } = context
+        const login = await logIn(auth, {
+          email: body.email,
+          password: body.password,
+          source: requestOrigin(context, deps.trustedProxies),
+          userAgent: request.headers.get('user-agent')?.slice(0, maxUserAgentLength) ?? null,
+        })
+        return {
+          object: 'session' as const,
+          id: login.sessionId,
+          access_token: login.token,
+          token_type: 'bearer' as const,
+          expires_at: Math.floor(login.expiresAt.getTime() / 1000),
+          user: userObject(login.user),
+        }
+      },
+      { body: LogIn },
+    )
+    .use(accountRoutes(deps, auth))
 }

@@ -1,9 +1,9 @@
 import { GatewayError } from '@nilegate/shared/errors'
-import { eq } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, inArray, isNull, ne, sql } from 'drizzle-orm'
 import { newId } from '../../../core/api-keys'
-import { normalizeEmail, type AccountStore, type UserRecord } from '../../../core/governance/accounts'
+import { normalizeEmail, userActor, type AccountStore, type UserRecord } from '../../../core/governance/accounts'
 import type { Drizzle } from '../drizzle'
-import { sessions, users } from '../schema'
+import { emailVerifications, mailOutbox, memberships, organizations, sessions, users } from '../schema'
 import { appendAudit, isUniqueViolation, unixSeconds } from './common'
 
 type UserRow = typeof users.$inferSelect
@@ -21,6 +21,28 @@ export function toUserRecord(row: UserRow): UserRecord {
   }
 }
 
+/**
+ * 409 unless every organization `userId` owns has another owner. Locks those organizations first
+ * (in id order), so two co-owners deleting their accounts at once cannot both pass.
+ */
+async function refuseSoleOwnership(tx: Drizzle, userId: string): Promise<void> {
+  const owned = await tx
+    .select({ id: organizations.id, name: organizations.name })
+    .from(organizations)
+    .innerJoin(memberships, and(eq(memberships.orgId, organizations.id), eq(memberships.userId, userId), eq(memberships.role, 'owner')))
+    .orderBy(asc(organizations.id))
+    .for('update', { of: organizations })
+  if (owned.length === 0) return
+  const coOwned = await tx
+    .selectDistinct({ orgId: memberships.orgId })
+    .from(memberships)
+    .where(and(inArray(memberships.orgId, owned.map((org) => org.id)), eq(memberships.role, 'owner'), ne(memberships.userId, userId)))
+  const sole = owned.filter((org) => !coOwned.some((row) => row.orgId === org.id))
+  if (sole.length === 0) return
+  const names = sole.map((org) => `'${org.name}' (${org.id})`).join(', ')
+  throw new GatewayError('conflict', `You are the only owner of ${names}; make another member an owner, or delete the organization, before deleting your account.`)
+}
+
 export function createAccountRepository(db: Drizzle): AccountStore {
   return {
     async createUser(user, actor) {
@@ -32,7 +54,8 @@ export function createAccountRepository(db: Drizzle): AccountStore {
             .insert(users)
             .values({ id, email, name: user.name, passwordHash: user.passwordHash, emailVerifiedAt: user.emailVerified ? new Date() : null })
             .returning()
-          await appendAudit(tx, actor ?? { type: 'user', id, email, ip: null, requestId: null }, { orgId: null, action: 'user.created', targetType: 'user', targetId: id, after: { email, name: user.name } })
+          const creator = actor && 'type' in actor ? actor : { type: 'user' as const, id, email, ip: actor?.ip ?? null, requestId: actor?.requestId ?? null }
+          await appendAudit(tx, creator, { orgId: null, action: 'user.created', targetType: 'user', targetId: id, after: { email, name: user.name } })
           return toUserRecord(row!)
         })
       } catch (error) {
@@ -59,6 +82,103 @@ export function createAccountRepository(db: Drizzle): AccountStore {
         revokedAt: row.sessions.revokedAt?.getTime() ?? null,
         user: toUserRecord(row.users),
       }
+    },
+
+    async findCredentials(email) {
+      const [row] = await db.select().from(users).where(eq(users.email, normalizeEmail(email))).limit(1)
+      return row ? { user: toUserRecord(row), passwordHash: row.passwordHash } : null
+    },
+
+    async recordFailedLogin(email, user, source) {
+      const actor = user ? userActor(user, source) : { type: 'user' as const, id: 'unknown', email: normalizeEmail(email), ...source }
+      await appendAudit(db, actor, { orgId: null, action: 'login.failed', targetType: 'user', targetId: user?.id ?? 'unknown' })
+    },
+
+    async createEmailVerification(input) {
+      await db.insert(emailVerifications).values(input)
+    },
+
+    async verifyEmail(tokenHash, now, source) {
+      return db.transaction(async (tx) => {
+        const [spent] = await tx
+          .update(emailVerifications)
+          .set({ usedAt: now })
+          .where(and(eq(emailVerifications.tokenHash, tokenHash), isNull(emailVerifications.usedAt), gt(emailVerifications.expiresAt, now)))
+          .returning({ userId: emailVerifications.userId })
+        if (!spent) return null
+        const [current] = await tx.select().from(users).where(eq(users.id, spent.userId)).for('update')
+        if (!current || current.deletedAt !== null) return null
+        if (current.emailVerifiedAt !== null) return toUserRecord(current)
+        const [row] = await tx.update(users).set({ emailVerifiedAt: now }).where(eq(users.id, current.id)).returning()
+        const user = toUserRecord(row!)
+        await appendAudit(tx, userActor(user, source), { orgId: null, action: 'user.email_verified', targetType: 'user', targetId: user.id, before: { email_verified: false }, after: { email_verified: true } })
+        return user
+      })
+    },
+
+    async listActiveSessions({ userId, now, after, limit }) {
+      const conditions = [eq(sessions.userId, userId), isNull(sessions.revokedAt), gt(sessions.expiresAt, now)]
+      if (after !== undefined) {
+        // Newest first: the page continues below the cursor session; an unknown cursor matches nothing.
+        conditions.push(sql`(${sessions.createdAt}, ${sessions.id}) < (select cursor.created_at, cursor.id from sessions cursor where cursor.id = ${after} and cursor.user_id = ${userId})`)
+      }
+      const rows = await db
+        .select()
+        .from(sessions)
+        .where(and(...conditions))
+        .orderBy(desc(sessions.createdAt), desc(sessions.id))
+        .limit(limit + 1)
+      return {
+        sessions: rows.slice(0, limit).map((row) => ({ id: row.id, ip: row.ip, userAgent: row.userAgent, createdAt: unixSeconds(row.createdAt), expiresAt: unixSeconds(row.expiresAt) })),
+        hasMore: rows.length > limit,
+      }
+    },
+
+    async revokeSession({ userId, sessionId, action }, actor) {
+      return db.transaction(async (tx) => {
+        const revoked = await tx
+          .update(sessions)
+          .set({ revokedAt: new Date() })
+          .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId), isNull(sessions.revokedAt)))
+          .returning({ id: sessions.id })
+        if (revoked.length === 0) return false
+        await appendAudit(tx, actor, { orgId: null, action, targetType: 'session', targetId: sessionId })
+        return true
+      })
+    },
+
+    async listUserOrganizations(userId) {
+      return db
+        .select({ id: organizations.id, name: organizations.name, role: memberships.role })
+        .from(memberships)
+        .innerJoin(organizations, eq(organizations.id, memberships.orgId))
+        .where(eq(memberships.userId, userId))
+        .orderBy(asc(memberships.createdAt), asc(memberships.orgId))
+    },
+
+    async deleteUser(userId, actor) {
+      await db.transaction(async (tx) => {
+        await refuseSoleOwnership(tx, userId)
+        const removed = await tx.delete(memberships).where(eq(memberships.userId, userId)).returning({ orgId: memberships.orgId, role: memberships.role })
+        await tx.update(users).set({ deletedAt: new Date() }).where(eq(users.id, userId))
+        await appendAudit(tx, actor, { orgId: null, action: 'user.deleted', targetType: 'user', targetId: userId, before: { deleted: false }, after: { deleted: true } })
+        for (const membership of removed) {
+          await appendAudit(tx, actor, { orgId: membership.orgId, action: 'member.removed', targetType: 'user', targetId: userId, before: { role: membership.role }, after: null })
+        }
+      })
+    },
+
+    async enqueueMail(message) {
+      const id = newId('mail')
+      await db.insert(mailOutbox).values({ id, toAddress: message.to, subject: message.subject, body: message.text })
+      return { id }
+    },
+
+    async recordMailDelivery(id, { error }) {
+      await db
+        .update(mailOutbox)
+        .set(error === null ? { sentAt: new Date(), error: null } : { error })
+        .where(eq(mailOutbox.id, id))
     },
   }
 }

@@ -1,0 +1,68 @@
+import { GatewayError } from '@nilegate/shared/errors'
+import type { LoginLimiter } from '../login-limiter'
+import { generateSecretToken, normalizeEmail, sessionLifetimeMs, sessionTokenPrefix, userActor, type AccountStore, type RequestSource, type UserRecord } from './accounts'
+
+export interface LoginDeps {
+  accounts: AccountStore
+  limiter: LoginLimiter
+  now: () => number
+}
+
+export interface NewLogin {
+  sessionId: string
+  /** The access token: shown once, stored only as its hash. */
+  token: string
+  expiresAt: Date
+  user: UserRecord
+}
+
+// Unknown addresses are checked against this hash, so they take as long as a wrong password.
+let dummyHash: Promise<string> | null = null
+
+/** Whether `password` matches `hash`; with no hash, a verification that always fails in the same time. */
+async function verifyPassword(password: string, hash: string | null): Promise<boolean> {
+  dummyHash ??= Bun.password.hash(crypto.randomUUID(), 'argon2id')
+  const matches = await Bun.password.verify(password, hash ?? (await dummyHash))
+  return hash !== null && matches
+}
+
+const invalidCredentials = () => new GatewayError('invalid_credentials')
+
+/**
+ * Checks an e-mail address and password and opens a 12-hour session. Unknown addresses and wrong
+ * passwords fail alike (same code, message and work); only the right password learns that the
+ * account is disabled or deleted. Limited per client IP and per address; failures are audited.
+ */
+export async function logIn(deps: LoginDeps, input: { email: string; password: string; source: RequestSource; userAgent: string | null }): Promise<NewLogin> {
+  const email = normalizeEmail(input.email)
+  deps.limiter.admitAttempt(input.source.ip)
+  deps.limiter.checkAccount(email)
+  const found = await deps.accounts.findCredentials(email)
+  if (!(await verifyPassword(input.password, found?.passwordHash ?? null))) {
+    deps.limiter.recordFailure(email)
+    await deps.accounts.recordFailedLogin(email, found?.user ?? null, input.source)
+    throw invalidCredentials()
+  }
+  const { user } = found!
+  if (user.deleted || user.disabled) {
+    await deps.accounts.recordFailedLogin(email, user, input.source)
+    throw user.deleted ? new GatewayError('user_not_found', 'This account was deleted.') : new GatewayError('user_disabled')
+  }
+  deps.limiter.clearFailures(email)
+  const { secret, hashHex } = generateSecretToken(sessionTokenPrefix)
+  const expiresAt = new Date(deps.now() + sessionLifetimeMs)
+  const { sessionId } = await deps.accounts.createSession({ userId: user.id, tokenHash: hashHex, expiresAt, ip: input.source.ip, userAgent: input.userAgent }, userActor(user, input.source))
+  return { sessionId, token: secret, expiresAt, user }
+}
+
+/**
+ * Asks a signed-in user for their password again before a destructive change; wrong answers count
+ * against the address like failed logins.
+ */
+export async function confirmPassword(deps: LoginDeps, user: UserRecord, password: string): Promise<void> {
+  deps.limiter.checkAccount(user.email)
+  const found = await deps.accounts.findCredentials(user.email)
+  if (await verifyPassword(password, found?.passwordHash ?? null)) return
+  deps.limiter.recordFailure(user.email)
+  throw new GatewayError('invalid_credentials', 'The password is not correct.', 'password')
+}

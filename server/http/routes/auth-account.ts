@@ -1,0 +1,89 @@
+import { Elysia, t } from 'elysia'
+import { GatewayError } from '@nilegate/shared/errors'
+import type { SessionRecord, UserRecord } from '../../core/governance/accounts'
+import { sendVerificationMail, type VerificationDeps } from '../../core/governance/email-verification'
+import { confirmPassword, type LoginDeps } from '../../core/governance/login'
+import { idempotent } from '../idempotency'
+import { sessionAuth, type ManagementDeps } from '../management'
+
+/** What the auth routes share: the account store, the brute-force guards, the mailer and the clock. */
+export type AuthDeps = LoginDeps & VerificationDeps
+
+/** A user as the API shows it. */
+export function userObject(user: UserRecord) {
+  return { object: 'user' as const, id: user.id, email: user.email, name: user.name, email_verified: user.emailVerified, created_at: user.createdAt }
+}
+
+function sessionObject(session: SessionRecord, currentSessionId: string) {
+  return {
+    object: 'session' as const,
+    id: session.id,
+    ip_address: session.ip,
+    user_agent: session.userAgent,
+    created_at: session.createdAt,
+    expires_at: session.expiresAt,
+    current: session.id === currentSessionId,
+  }
+}
+
+function revokedObject(sessionId: string) {
+  return { object: 'session.revoked' as const, id: sessionId, revoked: true }
+}
+
+const ListSessions = t.Object(
+  { limit: t.Optional(t.Integer({ minimum: 1, maximum: 100 })), after: t.Optional(t.String({ minLength: 1, maxLength: 100 })) },
+  { additionalProperties: false },
+)
+const DeleteAccount = t.Object({ password: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
+const defaultLimit = 20
+
+/** The signed-in user's own account and sessions: logout, verification mails, /me, session list and revoke. */
+export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
+  return new Elysia({ normalize: false })
+    .use(sessionAuth(deps))
+    .post('/v1/auth/logout', async ({ principal }) => {
+      // No Idempotency-Key: a retried logout finds its session ended and answers 401 token_revoked.
+      await auth.accounts.revokeSession({ userId: principal.user.id, sessionId: principal.sessionId, action: 'logout' }, principal.actor)
+      return revokedObject(principal.sessionId)
+    })
+    .post('/v1/auth/verify_email/resend', ({ principal, request, set }) =>
+      idempotent(deps.governance.idempotency, { request, body: null, set, scope: principal.user.id }, async () => {
+        if (principal.user.emailVerified) throw new GatewayError('conflict', 'Your e-mail address is already verified.')
+        auth.limiter.admitMail(principal.user.id)
+        const { expiresAt } = await sendVerificationMail(auth, principal.user)
+        set.status = 202
+        return { object: 'email_verification' as const, email: principal.user.email, expires_at: Math.floor(expiresAt.getTime() / 1000) }
+      }),
+    )
+    .get('/v1/auth/me', async ({ principal }) => {
+      const organizations = await auth.accounts.listUserOrganizations(principal.user.id)
+      return {
+        ...userObject(principal.user),
+        memberships: organizations.map((organization) => ({ organization_id: organization.id, organization_name: organization.name, role: organization.role })),
+      }
+    })
+    .delete(
+      '/v1/auth/me',
+      async ({ principal, body }) => {
+        await confirmPassword(auth, principal.user, body.password)
+        await auth.accounts.deleteUser(principal.user.id, principal.actor)
+        return { object: 'user.deleted' as const, id: principal.user.id, deleted: true }
+      },
+      { body: DeleteAccount },
+    )
+    .get(
+      '/v1/auth/sessions',
+      async ({ principal, query }) => {
+        const { sessions, hasMore } = await auth.accounts.listActiveSessions({ userId: principal.user.id, now: new Date(auth.now()), after: query.after, limit: query.limit ?? defaultLimit })
+        const data = sessions.map((session) => sessionObject(session, principal.sessionId))
+        return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore }
+      },
+      { query: ListSessions },
+    )
+    .delete('/v1/auth/sessions/:id', async ({ principal, params }) => {
+      const revoked = await auth.accounts.revokeSession({ userId: principal.user.id, sessionId: params.id, action: 'session.revoked' }, principal.actor)
+      // Another user's session is as absent as one that never existed.
+      if (!revoked) throw new GatewayError('not_found', `You have no active session '${params.id}'.`, 'id')
+      return revokedObject(params.id)
+    })
+}
