@@ -57,6 +57,14 @@ export interface ApiKeyIdentity {
   billingTimeZone: string
   /** Data residency: only deployments in this region may serve the organization, or null. */
   requiresRegion: string | null
+  /** CIDRs and addresses (v4 and v6) the key may be used from; empty allows every address. */
+  ipAllowList: string[]
+  /** The organization's model allow-list (set by an operator), or null for the whole catalog. */
+  orgAllowedModels: string[] | null
+  /** The models enabled for the key's project, or null for every model the organization may use. */
+  projectEnabledModels: string[] | null
+  /** Unix milliseconds at which the key's project was archived, or null; its keys then stop working. */
+  projectArchivedAt: number | null
 }
 
 /** Looks API keys up by the SHA-256 hex digest of the secret. */
@@ -96,4 +104,6 @@ export interface UsageRepository {
 /** Takes usage events from the hot path without waiting on I/O. */
 export interface UsageSink {
   record(event: UsageEvent): void
+  /** Writes what is queued (a sink that writes at once has nothing to do); rejects when it cannot. */
+  flush?(): Promise<void>
 }

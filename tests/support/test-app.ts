@@ -24,7 +24,7 @@ export function chatRequest(overrides: Partial<ChatCompletionRequest> = {}): Cha
 
 /** An identity with every scope, with overrides. */
 export function keyIdentity(overrides: Partial<ApiKeyIdentity> = {}): ApiKeyIdentity {
-  return { keyId: 'key_test', orgId: 'org_test', projectId: 'proj_test', revokedAt: null, expiresAt: null, scopes: ['models.read', 'chat.completions', 'embeddings'], rpmLimit: null, orgStatus: 'active', planTier: 'enterprise', orgRpmCeiling: null, projectRpmOverride: null, keyMonthlyCapMicros: null, projectMonthlyCapMicros: null, billingTimeZone: 'Africa/Cairo', requiresRegion: null, ...overrides }
+  return { keyId: 'key_test', orgId: 'org_test', projectId: 'proj_test', revokedAt: null, expiresAt: null, scopes: ['models.read', 'chat.completions', 'embeddings'], rpmLimit: null, orgStatus: 'active', planTier: 'enterprise', orgRpmCeiling: null, projectRpmOverride: null, keyMonthlyCapMicros: null, projectMonthlyCapMicros: null, billingTimeZone: 'Africa/Cairo', requiresRegion: null, ipAllowList: [], orgAllowedModels: null, projectEnabledModels: null, projectArchivedAt: null, ...overrides }
 }
 
 /** A provider whose answers the test scripts; it records the calls it saw. */

@@ -22,6 +22,10 @@ export function createIdentityRepository(db: Drizzle): IdentityStore {
       projectMonthlyCapMicros: projects.monthlySpendCapMicros,
       billingTimeZone: organizations.billingTimeZone,
       requiresRegion: organizations.requiresRegion,
+      ipAllowList: apiKeys.ipAllowList,
+      orgAllowedModels: organizations.allowedModels,
+      projectEnabledModels: projects.enabledModels,
+      projectArchivedAt: projects.archivedAt,
     })
     .from(apiKeys)
     .innerJoin(organizations, eq(organizations.id, apiKeys.orgId))
@@ -34,7 +38,7 @@ export function createIdentityRepository(db: Drizzle): IdentityStore {
     async findApiKeyByHash(hashHex: string): Promise<ApiKeyIdentity | null> {
       const [row] = await findByHash.execute({ hashHex })
       if (!row) return null
-      return { ...row, revokedAt: row.revokedAt?.getTime() ?? null, expiresAt: row.expiresAt?.getTime() ?? null }
+      return { ...row, revokedAt: row.revokedAt?.getTime() ?? null, expiresAt: row.expiresAt?.getTime() ?? null, projectArchivedAt: row.projectArchivedAt?.getTime() ?? null }
     },
   }
 }

@@ -34,6 +34,10 @@ describeEachDatabase('findApiKeyByHash', (context) => {
       projectMonthlyCapMicros: null,
       billingTimeZone: 'Africa/Cairo',
       requiresRegion: null,
+      ipAllowList: [],
+      orgAllowedModels: null,
+      projectEnabledModels: null,
+      projectArchivedAt: null,
     })
   })
 
