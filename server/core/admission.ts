@@ -161,7 +161,16 @@ export interface AdmissionStore {
   load(orgId: string, counters: OrgCounters, options?: { onlyIfNotLoaded?: boolean }): Promise<boolean>
   /** The counters for `month`, or null when none are loaded. */
   snapshot(orgId: string, month: string): Promise<OrgSnapshot | null>
+  /**
+   * Adds a credit the ledger already records (an operator's top-up) to the loaded balance, atomically
+   * with admissions. Does nothing and answers `not_loaded` when the organization's counters are
+   * absent: rebuilding them from the ledger counts the credit. A RangeError, with nothing written,
+   * when the balance would exceed `maxMicros`.
+   */
+  credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome>
 }
+
+export type CreditOutcome = 'credited' | 'not_loaded'
 
 // Ids become parts of store keys and records: no separators, braces or spaces.
 const idPattern = /^[A-Za-z0-9_.:-]{1,128}$/
@@ -209,6 +218,18 @@ export function checkSettlement(settlement: Settlement): void {
   checkMonth(settlement.month)
   checkMicros('costMicros', settlement.costMicros)
   checkMs('nowMs', settlement.nowMs)
+}
+
+/** A credit is positive and within what the stores hold exactly. */
+export function checkCredit(orgId: string, amountMicros: bigint): void {
+  checkId('orgId', orgId)
+  if (amountMicros <= 0n) throw new RangeError(`a credit must be positive: ${amountMicros}`)
+  checkMicros('amountMicros', amountMicros)
+}
+
+/** The RangeError of a credit that would take a balance past `maxMicros`. */
+export function creditOverflow(orgId: string, amountMicros: bigint): RangeError {
+  return new RangeError(`crediting ${amountMicros} micro-EGP to ${orgId} would take its balance above ${maxMicros}`)
 }
 
 export function checkCounters(orgId: string, counters: OrgCounters): void {

@@ -451,6 +451,64 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
       })
     })
 
+    describe('credit', () => {
+      test('adds to the loaded balance, keeping holds and spends, so a refused request is admitted next', async () => {
+        const { orgId, request } = await organization(1_000n, { keySpend: new Map([['key_a', 400n]]) })
+        await admitted(request({ worstCaseMicros: 600n }))
+        const refused = await store().admit(request({ worstCaseMicros: 900n }))
+
+        const outcome = await gateways()[1].credit(orgId, 2_500n)
+        const afterCredit = await store().admit(request({ worstCaseMicros: 900n }))
+
+        expect([refused, outcome, afterCredit.admitted]).toEqual([{ admitted: false, reason: 'insufficient_balance' }, 'credited', true])
+        const taken = await snapshot(orgId)
+        expect([taken.balanceMicros, taken.heldMicros, taken.keySpend]).toEqual([3_500n, 1_500n, new Map([['key_a', 400n]])])
+      })
+
+      test('lifts a balance below zero out of quota_exceeded', async () => {
+        const { orgId, request } = await organization(-300n)
+
+        await store().credit(orgId, 1_300n)
+
+        expect((await snapshot(orgId)).balanceMicros).toBe(1_000n)
+        expect((await store().admit(request({ worstCaseMicros: 1_000n }))).admitted).toBe(true)
+      })
+
+      test('sums concurrent credits from two gateways exactly, beside concurrent admissions', async () => {
+        const { orgId, request } = await organization(0n)
+
+        const credits = Array.from({ length: 200 }, (_, i) => gateways()[i % 2]!.credit(orgId, BigInt(i + 1)))
+        const admissions = admitTogether(Array.from({ length: 50 }, () => request({ worstCaseMicros: 0n })))
+        const outcomes = await Promise.all(credits)
+        await admissions
+
+        expect(reasonsOf(outcomes)).toEqual({ credited: 200 })
+        expect((await snapshot(orgId)).balanceMicros).toBe(20_100n)
+      })
+
+      test('writes nothing for an organization whose counters are not loaded: the ledger rebuild counts the credit', async () => {
+        const orgId = newOrgId()
+
+        const outcome = await store().credit(orgId, 5_000n)
+
+        expect(outcome).toBe('not_loaded')
+        expect(await store().snapshot(orgId, '202501')).toBeNull()
+        expect(await store().admit(admitRequest({ orgId }))).toEqual({ admitted: false, reason: 'not_loaded' })
+      })
+
+      test('refuses a credit that is not positive, or would take the balance above 2^53 - 1, writing nothing', async () => {
+        const { orgId } = await organization(maxMicros - 10n)
+
+        await expect(store().credit(orgId, 0n)).rejects.toThrow(RangeError)
+        await expect(store().credit(orgId, -5n)).rejects.toThrow(RangeError)
+        await expect(store().credit(orgId, 11n)).rejects.toThrow(RangeError)
+        const exact = await store().credit(orgId, 10n)
+
+        expect(exact).toBe('credited')
+        expect((await snapshot(orgId)).balanceMicros).toBe(maxMicros)
+      })
+    })
+
     describe('billing month', () => {
       const lastMsOfJanuaryInCairo = Date.UTC(2025, 0, 31, 21, 59, 59, 999)
       const firstMsOfFebruaryInCairo = Date.UTC(2025, 0, 31, 22, 0, 0, 0)

@@ -2,16 +2,20 @@ import {
   billingMonth,
   checkAdmitRequest,
   checkCounters,
+  checkCredit,
   checkMonth,
   checkOrgId,
   checkSettlement,
+  creditOverflow,
   defaultSettledRetentionMs,
+  maxMicros,
   moneyRefusal,
   rateWindowMs,
   retryAfterSeconds,
   type AdmissionStore,
   type AdmitRequest,
   type AdmitResult,
+  type CreditOutcome,
   type OrgCounters,
   type OrgSnapshot,
   type SettleResult,
@@ -143,6 +147,15 @@ export class InProcessAdmissionStore implements AdmissionStore {
     setMonth(org.keySpend, counters.month, new Map(counters.keySpend))
     setMonth(org.projectSpend, counters.month, new Map(counters.projectSpend))
     return true
+  }
+
+  async credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome> {
+    checkCredit(orgId, amountMicros)
+    const org = this.orgs.get(orgId)
+    if (!org) return 'not_loaded'
+    if (org.balance + amountMicros > maxMicros) throw creditOverflow(orgId, amountMicros)
+    org.balance += amountMicros
+    return 'credited'
   }
 
   async snapshot(orgId: string, month: string): Promise<OrgSnapshot | null> {

@@ -5,6 +5,7 @@
 import type { RedisClient } from './client'
 import { RedisScript } from './redis-script'
 import admitSource from './scripts/admit.lua' with { type: 'text' }
+import creditSource from './scripts/credit.lua' with { type: 'text' }
 import holdsSource from './scripts/holds.lua' with { type: 'text' }
 import loadCountersSource from './scripts/load-counters.lua' with { type: 'text' }
 import releaseExpiredSource from './scripts/release-expired.lua' with { type: 'text' }
@@ -16,8 +17,9 @@ const settleScript = new RedisScript('settle', `${holdsSource}\n${settleSource}`
 const releaseExpiredScript = new RedisScript('release-expired', `${holdsSource}\n${releaseExpiredSource}`)
 const loadCountersScript = new RedisScript('load-counters', loadCountersSource)
 const snapshotScript = new RedisScript('snapshot', snapshotSource)
+const creditScript = new RedisScript('credit', creditSource)
 
-export const admissionScripts: readonly RedisScript[] = [admitScript, settleScript, releaseExpiredScript, loadCountersScript, snapshotScript]
+export const admissionScripts: readonly RedisScript[] = [admitScript, settleScript, releaseExpiredScript, loadCountersScript, snapshotScript, creditScript]
 
 /**
  * The keys of one organization. All carry the hash tag {o:<orgId>}, so every script touches one
@@ -136,6 +138,13 @@ export async function runLoadCounters(client: RedisClient, keys: OrgKeys, p: Loa
   for (const [projectId, spend] of p.projectSpend) args.push(`p|${projectId}`, String(spend))
   const reply = await loadCountersScript.run(client, [keys.account, keys.spend(p.month)], args)
   return reply === 1
+}
+
+export type CreditReply = ['credited', string] | ['not_loaded' | 'overflow']
+
+export async function runCredit(client: RedisClient, keys: OrgKeys, amountMicros: bigint, maxBalanceMicros: bigint): Promise<CreditReply> {
+  const reply = await creditScript.run(client, [keys.account], [String(amountMicros), String(maxBalanceMicros)])
+  return reply as CreditReply
 }
 
 export interface SnapshotReply {

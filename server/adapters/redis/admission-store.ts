@@ -2,21 +2,25 @@ import {
   billingMonth,
   checkAdmitRequest,
   checkCounters,
+  checkCredit,
   checkMonth,
   checkOrgId,
   checkSettlement,
+  creditOverflow,
   defaultSettledRetentionMs,
+  maxMicros,
   rateWindowMs,
   type AdmissionStore,
   type AdmitRequest,
   type AdmitResult,
+  type CreditOutcome,
   type OrgCounters,
   type OrgSnapshot,
   type ReservationView,
   type SettleResult,
   type Settlement,
 } from '../../core/admission'
-import { admissionScripts, OrgKeys, runAdmit, runLoadCounters, runReleaseExpired, runSettle, runSnapshot } from './admission-scripts'
+import { admissionScripts, OrgKeys, runAdmit, runCredit, runLoadCounters, runReleaseExpired, runSettle, runSnapshot } from './admission-scripts'
 import { redisFailure, withDeadline, type RedisClient } from './client'
 
 export interface RedisAdmissionStoreOptions {
@@ -152,6 +156,13 @@ export class RedisAdmissionStore implements AdmissionStore {
         monthTtlMs: monthCountersTtlMs,
       }),
     )
+  }
+
+  async credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome> {
+    checkCredit(orgId, amountMicros)
+    const [outcome] = await this.attempt(() => runCredit(this.client, this.keys(orgId), amountMicros, maxMicros))
+    if (outcome === 'overflow') throw creditOverflow(orgId, amountMicros)
+    return outcome
   }
 
   async snapshot(orgId: string, month: string): Promise<OrgSnapshot | null> {

@@ -1,2 +1,135 @@
-/** Platform-operator operations under /v1/admin/*. */
-export interface OperatorStore {}
+import { GatewayError } from '@nilegate/shared/errors'
+import { retirementInstantMs, type Catalog, type ModelRetirement } from '../catalog'
+import type { UserRecord } from './accounts'
+import type { AuditActor } from './audit'
+import type { ChangeBus } from './changes'
+import type { OrganizationRecord, Page, PageQuery, PlanTier } from './organizations'
+
+/** What an operator may change of an organization; absent fields stay as they are. */
+export interface OrganizationSettings {
+  planTier?: PlanTier
+  customRpmCeiling?: number | null
+  allowedModels?: string[] | null
+  requiresRegion?: string | null
+}
+
+/** A top-up as the ledger records it. */
+export interface CreditRecord {
+  id: string
+  orgId: string
+  amountMicros: bigint
+  note: string | null
+  /** The organization's balance after this credit (for a replay: now). */
+  balanceMicros: bigint
+  /** Unix seconds. */
+  createdAt: number
+}
+
+export interface NewCredit {
+  orgId: string
+  amountMicros: bigint
+  note: string | null
+  /** The request's Idempotency-Key: unique in the ledger, so a retried top-up never credits twice. */
+  idempotencyKey: string
+}
+
+/** The result of a change that may have been a no-op (suspending a suspended organization, say). */
+export interface Changed<T> {
+  record: T
+  changed: boolean
+}
+
+/** Platform-operator operations under /v1/admin/* and the `operator` command. */
+export interface OperatorStore {
+  /** Sets users.is_operator by e-mail address (audited when it changed); null for an unknown address. */
+  setOperator(email: string, isOperator: boolean, actor: AuditActor): Promise<Changed<UserRecord> | null>
+
+  /** Every organization, oldest first, optionally of one status; `after` is an organization id. */
+  listOrganizations(query: PageQuery & { status?: OrganizationRecord['status'] }): Promise<Page<OrganizationRecord>>
+  /** Applies the settings, with one audit record per changed setting; null for an unknown organization. */
+  updateOrganizationSettings(orgId: string, settings: OrganizationSettings, actor: AuditActor): Promise<Changed<OrganizationRecord> | null>
+  /** Suspends or reactivates; `reason` goes into the audit record. Null for an unknown organization. */
+  setOrganizationStatus(orgId: string, status: OrganizationRecord['status'], reason: string | null, actor: AuditActor): Promise<Changed<OrganizationRecord> | null>
+  /**
+   * Records a top-up in the ledger and adds it to organizations.balance_micros, in one transaction.
+   * A key the ledger already holds for the same organization and amount is a replay: nothing is
+   * written and `changed` is false. The same key with another organization or amount is 409 conflict.
+   * Null for an unknown organization.
+   */
+  addCredit(credit: NewCredit, actor: AuditActor): Promise<Changed<CreditRecord> | null>
+
+  /** Users, oldest first, optionally only the one with this e-mail address; `after` is a user id. */
+  listUsers(query: PageQuery & { email?: string }): Promise<Page<UserRecord>>
+  /**
+   * Disables or enables an account; null for an unknown or deleted user. A disabled user's sessions
+   * answer user_disabled; enabling revokes every session opened before, so none of them comes back.
+   */
+  setUserDisabled(userId: string, disabled: boolean, actor: AuditActor): Promise<Changed<UserRecord> | null>
+
+  /** Every stored retirement. */
+  listRetirements(): Promise<ModelRetirement[]>
+  /** Stores (or replaces) a model's retirement; returns every stored retirement after the change. */
+  retireModel(retirement: ModelRetirement, actor: AuditActor): Promise<ModelRetirement[]>
+  /** Forgets a model's retirement; null when it had none, else every stored retirement after the change. */
+  cancelRetirement(modelId: string, actor: AuditActor): Promise<ModelRetirement[] | null>
+}
+
+/**
+ * 400 unless a retirement can be applied: the model is in the catalog and not retired by the
+ * catalog file, the date is a real day, and the replacement is another live model of the same
+ * modality. 404 for a model the catalog lacks.
+ */
+export function checkRetirement(catalog: Catalog, retirement: ModelRetirement): void {
+  const model = catalog.find(retirement.modelId)
+  if (!model) throw new GatewayError('not_found', `The model '${retirement.modelId}' is not in the catalog.`, 'model_id')
+  if (catalog.isRetiredByFile(model.id)) {
+    throw new GatewayError('invalid_request', `The model '${retirement.modelId}' is retired by the catalog file; change the file to change its retirement.`, 'model_id')
+  }
+  const instant = retirementInstantMs(retirement.retiresOn)
+  if (!Number.isFinite(instant) || new Date(instant).toISOString().slice(0, 10) !== retirement.retiresOn) {
+    throw new GatewayError('invalid_request', `retires_on must be a date as YYYY-MM-DD; got '${retirement.retiresOn}'.`, 'retires_on')
+  }
+  if (retirement.replacement === null) return
+  const replacement = catalog.find(retirement.replacement)
+  if (!replacement || replacement.status !== 'live' || replacement.id === model.id || replacement.modality !== model.modality) {
+    throw new GatewayError('invalid_request', `The replacement must be another live ${model.modality} model of the catalog; '${retirement.replacement}' is not.`, 'replacement')
+  }
+}
+
+/** 400 unless every id of an organization's model allow-list is a catalog model. */
+export function checkAllowedModels(catalog: Catalog, modelIds: readonly string[]): void {
+  const unknown = modelIds.findIndex((id) => !catalog.find(id))
+  if (unknown !== -1) throw new GatewayError('invalid_request', `'${modelIds[unknown]}' is not a model of the catalog.`, `allowed_models[${unknown}]`)
+}
+
+/**
+ * Keeps this gateway's catalog in step with the stored retirements: applies them now, again whenever
+ * any instance announces a change, and every `refreshMs` in case an announcement was lost (the bus
+ * was down). Reads that finish out of order never apply an older list over a newer one. Returns
+ * how to stop.
+ */
+export async function followRetirements(
+  catalog: Catalog,
+  store: Pick<OperatorStore, 'listRetirements'>,
+  changes: ChangeBus,
+  { refreshMs = 60_000 }: { refreshMs?: number } = {},
+): Promise<() => void> {
+  let latestRead = 0
+  const refresh = async () => {
+    const read = ++latestRead
+    const retirements = await store.listRetirements()
+    if (read === latestRead) catalog.applyRetirements(retirements)
+  }
+  const refreshLogged = () => refresh().catch((error: unknown) => console.error('re-reading the model retirements failed', error))
+  await refresh()
+  const unsubscribe = changes.subscribe((change) => {
+    if (change.kind === 'model_retirements') void refreshLogged()
+  })
+  // The timer alone never keeps the process alive.
+  const timer = setInterval(refreshLogged, refreshMs)
+  timer.unref()
+  return () => {
+    unsubscribe()
+    clearInterval(timer)
+  }
+}

@@ -1,0 +1,17 @@
+-- credit.lua: adds a credit the ledger already records (an operator's top-up) to the loaded balance.
+-- KEYS[1] {o:ID}:acct   (as in admit.lua)
+-- ARGV[1] amount uEGP (positive)   ARGV[2] the largest balance held exactly (2^53 - 1)
+-- Reply: {'credited', new balance} | {'not_loaded'} (nothing written: rebuilding the counters from
+--   the ledger counts the credit) | {'overflow'} (nothing written: the balance would pass ARGV[2])
+local balance = redis.call('HGET', KEYS[1], 'bal')
+if not balance then
+  return {'not_loaded'}
+end
+-- Both terms are below 2^53, so a sum above the limit stays above it after rounding to a double.
+local credited = tonumber(balance) + tonumber(ARGV[1])
+if credited > tonumber(ARGV[2]) then
+  return {'overflow'}
+end
+local written = string.format('%d', credited)
+redis.call('HSET', KEYS[1], 'bal', written)
+return {'credited', written}
