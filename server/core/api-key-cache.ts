@@ -1,4 +1,5 @@
 import { GatewayError } from '@nilegate/shared/errors'
+import type { ChangeBus } from './governance/changes'
 import type { ApiKeyIdentity, IdentityStore } from './ports'
 
 interface CacheEntry {
@@ -20,11 +21,19 @@ export interface KeyCacheOptions {
 /**
  * Resolves API keys by the hash of their secret, from memory when warm: a known key costs no
  * database round trip. Entries older than `refreshAfterMs` are served while one background lookup
- * refreshes them, so a revoke or expiry change is seen within about that time.
+ * refreshes them, so a revoke or expiry change is seen within about that time even when no change
+ * notice arrives; a notice (`subscribeTo`) drops the organization's entries at once.
  */
 export class ApiKeyCache {
   private readonly entries = new Map<string, CacheEntry>()
   private readonly inFlight = new Map<string, Promise<ApiKeyIdentity | null>>()
+  /** Counts invalidations; a read notes the count it started at. */
+  private generation = 0
+  /**
+   * The generation of each organization's latest invalidation, kept while reads that started
+   * before it may still be running (it is cleared whenever no read is).
+   */
+  private readonly invalidatedAt = new Map<string, number>()
   private readonly refreshAfterMs: number
   private readonly negativeTtlMs: number
   private readonly maxEntries: number
@@ -54,32 +63,62 @@ export class ApiKeyCache {
     return this.fetch(hashHex)
   }
 
-  /** Forgets a key so its next use reads the store. */
-  invalidate(hashHex: string): void {
-    this.entries.delete(hashHex)
+  /**
+   * Forgets every key of an organization, so their next use reads the store. A read that started
+   * before this call and answers for the organization is not cached: it is read again. Changes are
+   * rare next to lookups, so scanning the entries beats keeping an index by organization.
+   */
+  invalidateOrganization(orgId: string): void {
+    this.invalidatedAt.set(orgId, ++this.generation)
+    for (const [hashHex, entry] of this.entries) {
+      if (entry.identity?.orgId === orgId) this.entries.delete(hashHex)
+    }
+  }
+
+  /** Drops an organization's keys whenever `changes` announces a change of it; returns the unsubscribe. */
+  subscribeTo(changes: ChangeBus): () => void {
+    return changes.subscribe((change) => {
+      if (change.kind === 'organization') this.invalidateOrganization(change.orgId)
+    })
   }
 
   private fetch(hashHex: string): Promise<ApiKeyIdentity | null> {
     const pending = this.inFlight.get(hashHex)
     if (pending) return pending
-    const lookup = this.store
-      .findApiKeyByHash(hashHex)
-      .then((identity) => {
-        if (this.entries.size >= this.maxEntries && !this.entries.has(hashHex)) {
-          const oldest = this.entries.keys().next().value
-          if (oldest !== undefined) this.entries.delete(oldest)
-        }
-        this.entries.set(hashHex, { identity, fetchedAtMs: this.now() })
-        return identity
-      })
+    const lookup = this.read(hashHex)
       .catch((error: unknown) => {
         // A key that is not in memory cannot be checked while the store is down: refuse with a
         // retryable 503 rather than a 500 (warm keys keep being served from memory).
         this.log('looking up an API key failed', error)
         throw new GatewayError('service_unavailable', 'Authentication is temporarily unavailable. Retry in 30 to 60 seconds.')
       })
-      .finally(() => this.inFlight.delete(hashHex))
+      .finally(() => {
+        this.inFlight.delete(hashHex)
+        if (this.inFlight.size === 0) this.invalidatedAt.clear()
+      })
     this.inFlight.set(hashHex, lookup)
     return lookup
+  }
+
+  /**
+   * Reads a key from the store and caches it, unless its organization was invalidated while the
+   * read ran: the answer may predate the change, so it is read again, and when that read is
+   * overtaken too its answer goes to the waiting callers without being cached.
+   */
+  private async read(hashHex: string, rereads = 1): Promise<ApiKeyIdentity | null> {
+    const startedAt = this.generation
+    const identity = await this.store.findApiKeyByHash(hashHex)
+    const overtaken = identity !== null && (this.invalidatedAt.get(identity.orgId) ?? 0) > startedAt
+    if (!overtaken) this.remember(hashHex, identity)
+    else if (rereads > 0) return this.read(hashHex, rereads - 1)
+    return identity
+  }
+
+  private remember(hashHex: string, identity: ApiKeyIdentity | null): void {
+    if (this.entries.size >= this.maxEntries && !this.entries.has(hashHex)) {
+      const oldest = this.entries.keys().next().value
+      if (oldest !== undefined) this.entries.delete(oldest)
+    }
+    this.entries.set(hashHex, { identity, fetchedAtMs: this.now() })
   }
 }

@@ -37,20 +37,28 @@ export interface AuditLogRecord {
   createdAt: number
 }
 
+/** Where a page of the audit trail starts: after (older than) or before (newer than) a record id. */
+export type AuditLogCursor = { after: string } | { before: string }
+
 export interface AuditLogQuery {
   orgId: string
+  /** Each filter keeps the records matching any of its values; absent or empty means no filter. */
   actorIds?: string[]
   actions?: string[]
   targetIds?: string[]
-  /** Unix seconds, inclusive bounds. */
+  projectIds?: string[]
+  /** Inclusive bounds on the record's time, in unix seconds. */
   since?: number
   until?: number
-  /** Newest first; `after` is the id of the last record of the previous page. */
-  after?: string
+  /** A cursor naming a record of another organization (or none) is 400 invalid_request. */
+  cursor?: AuditLogCursor
   limit: number
 }
 
 export interface AuditStore {
-  /** Records of one organization, newest first; one more than `limit` is asked for to tell `has_more`. */
+  /**
+   * Records of one organization, newest first. `hasMore` says whether records lie beyond the page in
+   * the direction of the cursor: older ones for `after` (or no cursor), newer ones for `before`.
+   */
   listAuditLogs(query: AuditLogQuery): Promise<{ records: AuditLogRecord[]; hasMore: boolean }>
 }

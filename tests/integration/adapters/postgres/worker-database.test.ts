@@ -184,6 +184,63 @@ describe('openDatabaseInWorker: writes', () => {
   }, slowHookTimeoutMs)
 })
 
+describe("openDatabaseInWorker: the management API's repositories", () => {
+  let dataDir: { path: string; remove(): void }
+  let db: WorkerDatabase
+
+  beforeAll(async () => {
+    dataDir = await createMigratedPgliteDir()
+    db = await openDatabaseInWorker({ dataDir: dataDir.path })
+  }, slowHookTimeoutMs)
+
+  afterAll(async () => {
+    await db?.close()
+    dataDir?.remove()
+  }, slowHookTimeoutMs)
+
+  const newUser = (email: string) => ({ email, name: 'Wanda Worker', passwordHash: 'not-a-real-hash', emailVerified: true })
+
+  test('creates a user and a session, and finds the session by its token hash', async () => {
+    const user = await db.governance.accounts.createUser(newUser('Wanda@Example.test'), null)
+    const actor = { type: 'user' as const, id: user.id, email: user.email, ip: null, requestId: null }
+    const { sessionId } = await db.governance.accounts.createSession({ userId: user.id, tokenHash: hashApiKey('ngs_worker'), expiresAt: new Date('2040-01-02T03:04:05.678Z'), ip: '192.0.2.1', userAgent: 'test' }, actor)
+
+    const found = await db.governance.accounts.findSessionByTokenHash(hashApiKey('ngs_worker'))
+
+    expect(found).toEqual({ sessionId, expiresAt: Date.parse('2040-01-02T03:04:05.678Z'), revokedAt: null, user })
+    expect(user).toMatchObject({ email: 'wanda@example.test', emailVerified: true, disabled: false })
+  })
+
+  test("lists an organization's audit trail, and refuses a cursor of another organization as a GatewayError", async () => {
+    const owner = await db.governance.accounts.createUser(newUser('owner@example.test'), null)
+    const actor = { type: 'user' as const, id: owner.id, email: owner.email, ip: '192.0.2.1', requestId: 'req_worker' }
+    const organization = await db.governance.organizations.createOrganization({ name: 'Threaded', ownerUserId: owner.id }, actor)
+    const other = await db.governance.organizations.createOrganization({ name: 'Other', ownerUserId: owner.id }, actor)
+    const otherRecords = await db.governance.audit.listAuditLogs({ orgId: other.id, limit: 1 })
+
+    const { records, hasMore } = await db.governance.audit.listAuditLogs({ orgId: organization.id, limit: 10 })
+    const foreignCursor = await db.governance.audit.listAuditLogs({ orgId: organization.id, limit: 10, cursor: { after: otherRecords.records[0]!.id } }).catch((error: unknown) => error)
+
+    expect(hasMore).toBe(false)
+    expect(records.map((record) => [record.action, record.target.id, record.ip, record.requestId])).toEqual([
+      ['member.added', owner.id, '192.0.2.1', 'req_worker'],
+      ['organization.created', organization.id, '192.0.2.1', 'req_worker'],
+    ])
+    expect(organization.balanceMicros).toBe(0n)
+    expect(foreignCursor).toBeInstanceOf(GatewayError)
+    expect(foreignCursor).toMatchObject({ code: 'invalid_request', status: 400, param: 'after' })
+  })
+
+  test('a duplicate e-mail address crosses the thread as a 409 conflict GatewayError', async () => {
+    await db.governance.accounts.createUser(newUser('twice@example.test'), null)
+
+    const again = await db.governance.accounts.createUser(newUser('TWICE@example.test'), null).catch((error: unknown) => error)
+
+    expect(again).toBeInstanceOf(GatewayError)
+    expect(again).toMatchObject({ code: 'conflict', status: 409, param: 'email' })
+  })
+})
+
 describe('openDatabaseInWorker: the end of the thread', () => {
   test('a killed worker fails the pending call and every later one with a clear error', async () => {
     const dataDir = await createMigratedPgliteDir()

@@ -1,0 +1,106 @@
+import { LocalChangeBus, type ChangeBus, type GovernanceChange } from '../../core/governance/changes'
+import { withDeadline, type RedisClient } from './client'
+
+export interface RedisChangeBusOptions {
+  /** Every gateway of one deployment uses the same channel. */
+  channel?: string
+  /** How long a PUBLISH may take before it is given up on (and logged). */
+  publishTimeoutMs?: number
+  log?: (message: string) => void
+}
+
+/** What travels on the channel: the change, and which bus sent it (it has delivered it already). */
+interface ChangeMessage {
+  from: string
+  change: GovernanceChange
+}
+
+function isGovernanceChange(value: unknown): value is GovernanceChange {
+  const change = value as { kind?: unknown; orgId?: unknown } | null
+  if (typeof change !== 'object' || change === null) return false
+  return (change.kind === 'organization' && typeof change.orgId === 'string') || change.kind === 'model_retirements'
+}
+
+/**
+ * Carries governance changes to every gateway instance over Redis pub/sub. `publish` delivers to
+ * this instance's listeners first, then PUBLISHes; a second connection, duplicated from `client`,
+ * SUBSCRIBEs and hands other instances' changes to the listeners. node-redis resubscribes after a
+ * reconnect; a subscription that failed because Redis was down is made again once it is back.
+ * While Redis is down changes only reach this instance and publishing logs: caches then rely on
+ * their own refresh (the API key cache re-reads entries older than a second) to bound staleness.
+ */
+export class RedisChangeBus implements ChangeBus {
+  private readonly local = new LocalChangeBus()
+  private readonly subscriber: RedisClient
+  private readonly channel: string
+  private readonly publishTimeoutMs: number
+  private readonly log: (message: string) => void
+  private readonly busId = crypto.randomUUID()
+  private subscribed = false
+
+  constructor(
+    private readonly client: RedisClient,
+    options: RedisChangeBusOptions = {},
+  ) {
+    this.channel = options.channel ?? 'nilegate:governance-changes'
+    this.publishTimeoutMs = options.publishTimeoutMs ?? 1_000
+    this.log = options.log ?? ((message) => console.error(message))
+    this.subscriber = client.duplicate()
+    // Unheard 'error' events would throw; the publishing client already reports outages.
+    this.subscriber.on('error', () => {})
+    this.subscriber.on('ready', () => void this.listen())
+    this.subscriber.connect().catch(() => {})
+  }
+
+  /** Whether changes of other instances are arriving: subscribed, and connected (a reconnect resubscribes before it is ready). */
+  get isListening(): boolean {
+    return this.subscribed && this.subscriber.isReady
+  }
+
+  async publish(change: GovernanceChange): Promise<void> {
+    this.local.deliver(change)
+    const message: ChangeMessage = { from: this.busId, change }
+    try {
+      await withDeadline(this.client.publish(this.channel, JSON.stringify(message)), this.publishTimeoutMs)
+    } catch (error) {
+      // The change is committed; other instances see it once their caches refresh.
+      this.log(`redis: publishing a governance change failed (${(error as Error).message}); other gateways see it within their cache refresh`)
+    }
+  }
+
+  subscribe(listener: (change: GovernanceChange) => void): () => void {
+    return this.local.subscribe(listener)
+  }
+
+  /** Stops listening and closes the subscriber connection; the publishing client stays open. */
+  close(): void {
+    this.subscribed = false
+    this.subscriber.destroy()
+  }
+
+  /** SUBSCRIBEs, once per connection: repeated calls with the same listener are no-ops in node-redis. */
+  private async listen(): Promise<void> {
+    try {
+      await this.subscriber.subscribe(this.channel, this.receive)
+      this.subscribed = true
+    } catch (error) {
+      this.log(`redis: subscribing to governance changes failed (${(error as Error).message}); retrying when reconnected`)
+    }
+  }
+
+  private readonly receive = (raw: string): void => {
+    let message: ChangeMessage
+    try {
+      message = JSON.parse(raw) as ChangeMessage
+    } catch {
+      this.log(`redis: ignoring a governance change that is not JSON: ${raw.slice(0, 200)}`)
+      return
+    }
+    if (message.from === this.busId) return
+    if (!isGovernanceChange(message.change)) {
+      this.log(`redis: ignoring an unknown governance change: ${raw.slice(0, 200)}`)
+      return
+    }
+    this.local.deliver(message.change)
+  }
+}

@@ -1,0 +1,159 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { RedisChangeBus } from '../../server/adapters/redis/change-bus'
+import { createRedisClient, type RedisClient } from '../../server/adapters/redis/client'
+import { ApiKeyCache } from '../../server/core/api-key-cache'
+import { randomBase62 } from '../../server/core/api-keys'
+import type { GovernanceChange } from '../../server/core/governance/changes'
+import type { ApiKeyIdentity } from '../../server/core/ports'
+import { testRedisUrl } from '../support/admission-redis'
+import { closedPort, startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
+import { keyIdentity } from '../support/test-app'
+import { waitFor } from '../support/wait-for'
+
+// Pub/sub ignores the database index: each test has a channel of its own.
+const redisUrl = `${testRedisUrl.replace(/\/\d*$/, '')}/14`
+
+const opened: Array<{ bus: RedisChangeBus; client: RedisClient }> = []
+const proxies: TcpProxy[] = []
+
+afterEach(() => {
+  for (const { bus, client } of opened.splice(0)) {
+    bus.close()
+    client.destroy()
+  }
+  for (const proxy of proxies.splice(0)) proxy.stop()
+})
+
+/** A gateway's bus on its own client, with what its listeners received. */
+function startBus(channel: string, url = redisUrl, log: (message: string) => void = () => {}) {
+  const client = createRedisClient(url, { log: () => {} })
+  const bus = new RedisChangeBus(client, { channel, log })
+  opened.push({ bus, client })
+  const received: GovernanceChange[] = []
+  bus.subscribe((change) => received.push(change))
+  return { bus, client, received }
+}
+
+/** A bus that is already listening. */
+async function openBus(channel: string, url = redisUrl): Promise<ReturnType<typeof startBus>> {
+  const started = startBus(channel, url)
+  await waitFor(() => started.bus.isListening, { what: 'the subscription' })
+  return started
+}
+
+/** A proxy in front of the test Redis, stopped after the test. */
+function redisProxy(): TcpProxy {
+  const target = new URL(redisUrl)
+  const proxy = startTcpProxy({ hostname: target.hostname, port: Number(target.port || 6379) })
+  proxies.push(proxy)
+  return proxy
+}
+
+const newChannel = () => `test:governance-changes:${randomBase62(10)}`
+
+describe('RedisChangeBus on a real Redis', () => {
+  test("a change published on one instance reaches the other's listeners, and its own once", async () => {
+    const channel = newChannel()
+    const a = await openBus(channel)
+    const b = await openBus(channel)
+
+    await a.bus.publish({ kind: 'organization', orgId: 'org_1' })
+    await waitFor(() => b.received.length > 0, { what: "B's delivery" })
+    // Messages of a channel arrive in order: once B's answer reached A, A's own echo has come and gone.
+    await b.bus.publish({ kind: 'model_retirements' })
+    await waitFor(() => a.received.length > 1, { what: "A's delivery" })
+
+    expect(b.received).toEqual([{ kind: 'organization', orgId: 'org_1' }, { kind: 'model_retirements' }])
+    expect(a.received).toEqual([{ kind: 'organization', orgId: 'org_1' }, { kind: 'model_retirements' }])
+  })
+
+  test("an API key cache subscribed on B drops the organization's keys after A publishes", async () => {
+    const channel = newChannel()
+    const a = await openBus(channel)
+    const b = await openBus(channel)
+    const identities = new Map<string, ApiKeyIdentity>([
+      ['a1', keyIdentity({ keyId: 'a1', orgId: 'org_a' })],
+      ['b1', keyIdentity({ keyId: 'b1', orgId: 'org_b' })],
+    ])
+    const reads: string[] = []
+    // The clock stands still, so only the change, never the background refresh, can reach the store.
+    const cache = new ApiKeyCache({ findApiKeyByHash: async (hash) => (reads.push(hash), identities.get(hash) ?? null) }, { now: () => 0 })
+    cache.subscribeTo(b.bus)
+    await cache.lookup('a1')
+    await cache.lookup('b1')
+    identities.set('a1', keyIdentity({ keyId: 'a1', orgId: 'org_a', revokedAt: 7 }))
+    identities.set('b1', keyIdentity({ keyId: 'b1', orgId: 'org_b', revokedAt: 7 }))
+
+    await a.bus.publish({ kind: 'organization', orgId: 'org_a' })
+    await waitFor(async () => (await cache.lookup('a1'))?.revokedAt === 7, { what: 'the revoke on B' })
+
+    expect((cache.lookup('b1') as ApiKeyIdentity).revokedAt).toBeNull()
+    expect(reads).toEqual(['a1', 'b1', 'a1'])
+  })
+
+  test('a subscriber whose connection was cut resubscribes and receives again', async () => {
+    const channel = newChannel()
+    const proxy = redisProxy()
+    const a = await openBus(channel)
+    const b = await openBus(channel, proxy.via(redisUrl))
+
+    proxy.cut()
+    await waitFor(
+      async () => {
+        await a.bus.publish({ kind: 'organization', orgId: 'org_after_cut' })
+        return b.received.length > 0
+      },
+      { what: 'a delivery after the reconnect' },
+    )
+
+    expect(b.received[0]).toEqual({ kind: 'organization', orgId: 'org_after_cut' })
+    expect(b.bus.isListening).toBe(true)
+  })
+
+  test('a bus started while Redis is down subscribes once it is reachable', async () => {
+    const channel = newChannel()
+    const proxy = redisProxy()
+    proxy.refusing = true
+    const a = await openBus(channel)
+    const b = startBus(channel, proxy.via(redisUrl))
+    await waitFor(() => proxy.refused > 1, { what: 'attempts to reach Redis' })
+    const listeningWhileDown = b.bus.isListening
+
+    proxy.refusing = false
+    await waitFor(() => b.bus.isListening, { what: 'the subscription' })
+    await a.bus.publish({ kind: 'organization', orgId: 'org_1' })
+    await waitFor(() => b.received.length > 0, { what: "B's delivery" })
+
+    expect(listeningWhileDown).toBe(false)
+    expect(b.received).toEqual([{ kind: 'organization', orgId: 'org_1' }])
+  })
+
+  test('ignores messages on the channel that are not changes', async () => {
+    const channel = newChannel()
+    const logged: string[] = []
+    const a = await openBus(channel)
+    const b = startBus(channel, redisUrl, (message) => logged.push(message))
+    await waitFor(() => b.bus.isListening, { what: 'the subscription' })
+
+    await b.client.publish(channel, 'not json')
+    await b.client.publish(channel, JSON.stringify({ from: 'elsewhere', change: { kind: 'organization' } }))
+    await a.bus.publish({ kind: 'model_retirements' })
+    await waitFor(() => b.received.length > 0, { what: 'the valid change' })
+
+    expect(b.received).toEqual([{ kind: 'model_retirements' }])
+    expect(logged).toEqual([expect.stringContaining('not JSON'), expect.stringContaining('unknown governance change')])
+  })
+})
+
+describe('RedisChangeBus without Redis', () => {
+  test('publishing still reaches local listeners, logs, and does not fail', async () => {
+    const logged: string[] = []
+    const { bus, received } = startBus(newChannel(), `redis://127.0.0.1:${closedPort()}`, (message) => logged.push(message))
+
+    await bus.publish({ kind: 'organization', orgId: 'org_1' })
+
+    expect(received).toEqual([{ kind: 'organization', orgId: 'org_1' }])
+    expect(logged).toEqual([expect.stringContaining('publishing a governance change failed')])
+    expect(bus.isListening).toBe(false)
+  })
+})
