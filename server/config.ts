@@ -1,9 +1,12 @@
 import { t } from 'elysia'
+import { Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 
+// Integers use TypeBox's own Integer: Elysia's accepts numeric strings as they are, so `Value.Convert`
+// would leave '3000' a string and arithmetic on it would concatenate.
 const Env = t.Object({
   HOST: t.String({ default: '127.0.0.1' }),
-  PORT: t.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   /** Public base URL printed for users; defaults to http://HOST:PORT/v1. */
   PUBLIC_BASE_URL: t.Optional(t.String()),
   DATA_DIR: t.String({ default: './data' }),
@@ -14,12 +17,18 @@ const Env = t.Object({
   /** Comma-separated addresses or CIDRs (v4, v6) of proxies whose X-Forwarded-For is believed. */
   TRUSTED_PROXIES: t.String({ default: '' }),
   /** Bytes of request bodies that may be in flight at once before 503 large_request_backpressure. */
-  BODY_BUDGET_BYTES: t.Integer({ minimum: 1, default: 256 * 1024 * 1024 }),
+  BODY_BUDGET_BYTES: Type.Integer({ minimum: 1, default: 256 * 1024 * 1024 }),
   /** Milliseconds between usage batch flushes. */
-  USAGE_FLUSH_MS: t.Integer({ minimum: 1, default: 200 }),
+  USAGE_FLUSH_MS: Type.Integer({ minimum: 1, default: 200 }),
   LOG_REQUESTS: t.Boolean({ default: false }),
+  /** Mail server for verification mails (smtp://user:pass@host:587, smtps://...:465); printed to the console when unset. */
+  SMTP_URL: t.Optional(t.String({ pattern: '^smtps?://' })),
+  /** The sender of the gateway's mail. */
+  MAIL_FROM: t.String({ minLength: 3, default: 'nilegate <no-reply@localhost>' }),
   /** Seconds between passes that reconcile admission counters with the ledger; 0 turns them off. */
-  RECONCILE_INTERVAL_S: t.Integer({ minimum: 0, default: 300 }),
+  RECONCILE_INTERVAL_S: Type.Integer({ minimum: 0, default: 300 }),
+  /** Milliseconds a hold outlives its request's longest possible run before it is released on its own. */
+  RESERVATION_MARGIN_MS: Type.Integer({ minimum: 1, default: 60_000 }),
 })
 
 export interface Config {
@@ -34,7 +43,10 @@ export interface Config {
   bodyBudgetBytes: number
   usageFlushMs: number
   logRequests: boolean
+  smtpUrl: string | null
+  mailFrom: string
   reconcileIntervalS: number
+  reservationMarginMs: number
 }
 
 /** Reads the gateway's configuration from the environment; throws a readable error on bad values. */
@@ -58,6 +70,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     bodyBudgetBytes: parsed.BODY_BUDGET_BYTES,
     usageFlushMs: parsed.USAGE_FLUSH_MS,
     logRequests: parsed.LOG_REQUESTS,
+    smtpUrl: parsed.SMTP_URL ?? null,
+    mailFrom: parsed.MAIL_FROM,
     reconcileIntervalS: parsed.RECONCILE_INTERVAL_S,
+    reservationMarginMs: parsed.RESERVATION_MARGIN_MS,
   }
 }

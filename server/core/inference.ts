@@ -19,6 +19,8 @@ export interface InferenceDeps {
   now?: () => number
   /** Where failures that no client sees are reported. */
   log?: (message: string, error?: unknown) => void
+  /** How long a hold outlives the longest request before it is released on its own; 60 s when absent. */
+  reservationMarginMs?: number
 }
 
 /** One authenticated inference request. */
@@ -30,10 +32,12 @@ export interface InferenceRequest {
   startedAtMs: number
   /** Filled in on admission, for the X-RateLimit-* headers. */
   rateLimit?: { limit: number; remaining: number }
+  /** The model the request resolved to, for headers that depend on it (a scheduled retirement). */
+  model?: CatalogModel
 }
 
 /** A hold outlives the longest request by this much before it is released on its own. */
-const reservationMarginMs = 60_000
+const defaultReservationMarginMs = 60_000
 
 /** A request bound to its model, routed to a deployment, able to record its usage once. */
 export class InferenceCall {
@@ -53,7 +57,8 @@ export class InferenceCall {
     private readonly endpoint: UsageEvent['endpoint'],
     private readonly stream: boolean,
   ) {
-    this.model = resolveModel(deps.catalog, modelId, endpoint === 'embeddings' ? 'embeddings' : 'chat')
+    this.model = resolveModel(deps.catalog, modelId, endpoint === 'embeddings' ? 'embeddings' : 'chat', request.identity)
+    request.model = this.model
     this.router = deps.router ?? defaultRouter(deps.catalog)
   }
 
@@ -116,15 +121,21 @@ export class InferenceCall {
         keyCapMicros: identity.keyMonthlyCapMicros,
         projectCapMicros: identity.projectMonthlyCapMicros,
         nowMs: now(),
-        reservationTtlMs: this.worstCaseTotalMs() + reservationMarginMs,
+        reservationTtlMs: this.worstCaseTotalMs() + (this.deps.reservationMarginMs ?? defaultReservationMarginMs),
         timeZone: identity.billingTimeZone,
       },
-      (orgId, month) =>
-        this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone).catch((error: unknown) => {
+      async (orgId, month) => {
+        try {
+          // Usage rows still queued here are debits the ledger does not show yet: written first, or
+          // the rebuilt balance would hand their cost out again (a Redis that lost its data).
+          await this.deps.usage.flush?.()
+          return await this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone)
+        } catch (error) {
           // Without the ledger the balance is unknown: refuse rather than serve unbilled (fail closed).
           ;(this.deps.log ?? console.error)(`reading the ledger of ${orgId} failed`, error)
           throw new GatewayError('service_unavailable', 'Billing is temporarily unavailable. Retry in 30 to 60 seconds.')
-        }),
+        }
+      },
     )
     if (!result.admitted) throw refusalError(result)
     this.admitted = result

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createClient } from 'redis'
-import { startRedisProxy, type RedisProxy } from '../support/admission-redis-proxy'
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 
 // A gateway whose Redis sits behind a proxy the test can silence or cut: admission fails closed
 // (503, never unbilled inference), and comes back with Redis; counters Redis lost are rebuilt.
 const redisDb = 13
-let proxy: RedisProxy
+let proxy: TcpProxy
 let gateway: RunningGateway
 let apiKey: string
 
@@ -41,8 +41,8 @@ async function eventually(expected: number, timeoutMs: number): Promise<number> 
 
 beforeAll(async () => {
   await flushRedis()
-  proxy = startRedisProxy({ hostname: '127.0.0.1', port: 6379 })
-  gateway = await startGateway({ database: 'postgres', env: { REDIS_URL: `${proxy.url.replace(/\/$/, '')}/${redisDb}` } })
+  proxy = startTcpProxy({ hostname: '127.0.0.1', port: 6379 })
+  gateway = await startGateway({ database: 'postgres', env: { REDIS_URL: proxy.via(`redis://127.0.0.1:6379/${redisDb}`) } })
   apiKey = await gateway.createApiKey()
 }, 90_000)
 

@@ -5,7 +5,7 @@ import { createRedisClient, waitForRedis } from '../../../server/adapters/redis/
 import { admitLoaded, type AdmitResult } from '../../../server/core/admission'
 import { describeAdmissionStore } from '../../support/admission-conformance'
 import { openRedisStores, testRedisUrl, type TestRedisStores } from '../../support/admission-redis'
-import { closedPort, startRedisProxy } from '../../support/admission-redis-proxy'
+import { closedPort, startTcpProxy } from '../../support/tcp-proxy'
 import { admitRequest, newOrgId, orgCounters, settlementOf } from '../../support/admission-requests'
 import { waitFor } from '../../support/wait-for'
 
@@ -115,8 +115,8 @@ describe('RedisAdmissionStore without Redis', () => {
 
   describe('behind a proxy that can silence or cut Redis', () => {
     const target = new URL(testRedisUrl)
-    const proxy = startRedisProxy({ hostname: target.hostname, port: Number(target.port || 6379) })
-    const client = createRedisClient(proxy.url, { connectTimeoutMs: 200, log: () => {} })
+    const proxy = startTcpProxy({ hostname: target.hostname, port: Number(target.port || 6379) })
+    const client = createRedisClient(proxy.via(testRedisUrl), { connectTimeoutMs: 200, log: () => {} })
     const store = new RedisAdmissionStore(client, { keyPrefix: `test:admission:proxy:${newOrgId()}:`, commandTimeoutMs: 200 })
     const orgId = newOrgId()
 

@@ -1,0 +1,92 @@
+import { expect } from 'bun:test'
+import postgres from 'postgres'
+import { createClient } from 'redis'
+import { RedisAdmissionStore } from '../../server/adapters/redis/admission-store'
+import { createRedisClient, waitForRedis, type RedisClient } from '../../server/adapters/redis/client'
+import { billingMonth, defaultBillingTimeZone, type OrgSnapshot } from '../../server/core/admission'
+import { hashApiKey } from '../../server/core/api-keys'
+import { childEnv, runBun } from '../support/processes'
+
+/** The Redis database index the billing fault tests own (11, 13 and 14 belong to other suites). */
+export const billingRedisUrl = 'redis://127.0.0.1:6379/12'
+
+/** What `bun server/cli.ts reconcile --json` printed for one organization. */
+export interface ReconcileLine {
+  organization_id: string
+  month: string
+  outcome: 'rebuilt' | 'repaired' | 'in_step' | 'absent'
+  balance_drift_micros: string
+  key_drift_micros: Record<string, string>
+  project_drift_micros: Record<string, string>
+  released_holds: number
+}
+
+/**
+ * Both sets of books a fault may pull apart: the Postgres ledger (credits and usage rows) and the
+ * admission counters in Redis, read directly (never through a test's proxy).
+ */
+export class BillingBooks {
+  private constructor(
+    private readonly databaseUrl: string,
+    private readonly sql: postgres.Sql,
+    private readonly redis: RedisClient,
+    private readonly store: RedisAdmissionStore,
+  ) {}
+
+  static async open(databaseUrl: string): Promise<BillingBooks> {
+    const redis = createRedisClient(billingRedisUrl, { log: () => {} })
+    await waitForRedis(redis, 5_000)
+    return new BillingBooks(databaseUrl, postgres(databaseUrl, { max: 2, onnotice: () => {} }), redis, new RedisAdmissionStore(redis))
+  }
+
+  async close(): Promise<void> {
+    await this.sql.end({ timeout: 5 })
+    this.redis.destroy()
+  }
+
+  async orgOf(apiKey: string): Promise<string> {
+    const [row] = await this.sql<Array<{ org_id: string }>>`select org_id from api_keys where secret_hash = ${hashApiKey(apiKey)}`
+    if (!row) throw new Error('no such API key in the database')
+    return row.org_id
+  }
+
+  /** The organization's credits, its debits (usage rows) and the request ids they were recorded under. */
+  async ledger(orgId: string): Promise<{ creditMicros: bigint; debitMicros: bigint; requestIds: string[] }> {
+    const [credit] = await this.sql<Array<{ total: string }>>`select coalesce(sum(amount_micros), 0)::text as total from credit_transactions where org_id = ${orgId}`
+    const rows = await this.sql<Array<{ request_id: string; cost_micros: string }>>`select request_id, cost_micros::text from usage_events where org_id = ${orgId} order by request_id`
+    let debitMicros = 0n
+    for (const row of rows) debitMicros += BigInt(row.cost_micros)
+    return { creditMicros: BigInt(credit!.total), debitMicros, requestIds: rows.map((row) => row.request_id) }
+  }
+
+  /** The organization's admission counters of this month, or null when none are loaded. */
+  counters(orgId: string): Promise<OrgSnapshot | null> {
+    return this.store.snapshot(orgId, billingMonth(Date.now(), defaultBillingTimeZone))
+  }
+
+  /** Runs the reconcile command (Redis counters against this ledger); its lines by organization. */
+  async reconcile(options: { dryRun?: boolean } = {}): Promise<Map<string, ReconcileLine>> {
+    const args = ['server/cli.ts', 'reconcile', '--json', ...(options.dryRun ? ['--dry-run'] : [])]
+    const { code, stdout, stderr } = await runBun(args, childEnv({ DATABASE_URL: this.databaseUrl, REDIS_URL: billingRedisUrl }), 30_000)
+    if (code !== 0) throw new Error(`reconcile exited with ${code}:\n${stdout}${stderr}`)
+    const lines = stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as ReconcileLine)
+    return new Map(lines.map((line) => [line.organization_id, line]))
+  }
+}
+
+/** Empties the billing tests' Redis database; with `scripts`, drops every loaded script too (as a restart would). */
+export async function flushBillingRedis(options: { scripts?: boolean } = {}): Promise<void> {
+  const client = await createClient({ url: billingRedisUrl }).connect()
+  await client.flushDb()
+  if (options.scripts) await client.scriptFlush()
+  await client.close()
+}
+
+/** Asserts the two books agree for `orgId`: counters loaded, no open hold, balance = credits - ledger. */
+export async function expectBooksBalanced(books: BillingBooks, orgId: string): Promise<void> {
+  const [counters, ledger] = await Promise.all([books.counters(orgId), books.ledger(orgId)])
+  expect({ balanceMicros: counters?.balanceMicros, heldMicros: counters?.heldMicros }).toEqual({ balanceMicros: ledger.creditMicros - ledger.debitMicros, heldMicros: 0n })
+}

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createPostgresDatabase } from '../support/databases'
+import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { waitFor } from '../support/wait-for'
+import { BillingBooks, billingRedisUrl, expectBooksBalanced, flushBillingRedis } from './billing-books'
+import { chat, egp, quickModel, request, servedIds, slowStreamModel, slowStreamTotalMs, tally, teardown, worstCaseMicros, writeFaultCatalog } from './fault-scenario'
+
+// A gateway that dies holds money it never settles: the hold must expire and be released (I2)
+// while the organization keeps being admitted within what the hold leaves (I1).
+
+let catalog: Awaited<ReturnType<typeof writeFaultCatalog>>
+
+beforeAll(async () => {
+  catalog = await writeFaultCatalog()
+  await flushBillingRedis()
+})
+
+afterAll(async () => {
+  await flushBillingRedis()
+  catalog?.remove()
+})
+
+describe('a gateway killed with SIGKILL in the middle of a stream', () => {
+  const marginMs = 3_000
+  const cleanup = teardown()
+  let doomed: RunningGateway
+  let survivor: RunningGateway
+  let books: BillingBooks
+
+  beforeAll(async () => {
+    const database = await createPostgresDatabase()
+    cleanup.push(() => database.drop())
+    books = await BillingBooks.open(database.url)
+    cleanup.push(() => books.close())
+    const options = { database: 'postgres' as const, sharedDatabaseUrl: database.url, catalogPath: catalog.path, env: { REDIS_URL: billingRedisUrl, RESERVATION_MARGIN_MS: String(marginMs) } }
+    ;[doomed, survivor] = await Promise.all([startGateway(options), startGateway(options)])
+    cleanup.push(() => doomed.stop())
+    cleanup.push(() => survivor.stop())
+  }, 60_000)
+
+  afterAll(() => cleanup.run(), 30_000)
+
+  /** Opens a streamed completion and reads it until `events` SSE events arrived; returns its request id. */
+  async function streamUntil(gateway: RunningGateway, apiKey: string, events: number): Promise<{ requestId: string; rest: Promise<unknown> }> {
+    const response = await fetch(`${gateway.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...request(slowStreamModel), stream: true }),
+      signal: AbortSignal.timeout(20_000),
+    })
+    expect(response.status).toBe(200)
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let text = ''
+    while (text.split('data: ').length - 1 < events) {
+      const { done, value } = await reader.read()
+      if (done) throw new Error(`the stream ended after ${text}`)
+      text += value
+    }
+    const rest = (async () => {
+      while (!(await reader.read()).done);
+    })().catch((error: unknown) => error)
+    return { requestId: response.headers.get('x-request-id')!, rest }
+  }
+
+  test('its hold expires and is released; meanwhile the org is admitted within what the hold leaves, and the books agree', async () => {
+    const burstAdmits = 5
+    // The stream's hold, then room for exactly `burstAdmits` more requests (each costs its worst case).
+    const balanceMicros = worstCaseMicros + BigInt(burstAdmits) * worstCaseMicros + worstCaseMicros - 1n
+    const apiKey = await survivor.createApiKey({ balanceEgp: egp(balanceMicros), rpm: 10_000 })
+    const orgId = await books.orgOf(apiKey)
+
+    const streamSentAt = Date.now()
+    const { requestId: streamId, rest } = await streamUntil(doomed, apiKey, 4)
+    const streamOpenedAt = Date.now()
+    const [hold] = (await books.counters(orgId))!.reservations
+    process.kill(doomed.pid, 'SIGKILL')
+    await waitFor(() => !doomed.isRunning, { what: 'the gateway to die' })
+    await rest
+    const burst = await Promise.all(Array.from({ length: burstAdmits + 4 }, () => chat(survivor.baseUrl, apiKey, request(quickModel))))
+    // The burst settles off the response path: its holds go a moment after its answers.
+    let holdsAfterBurst: string[] = []
+    await waitFor(async () => (holdsAfterBurst = (await books.counters(orgId))!.reservations.map((reservation) => reservation.requestId)).length <= 1, { what: 'the burst to settle' })
+
+    expect(hold).toMatchObject({ requestId: streamId, amountMicros: worstCaseMicros })
+    // The hold lives the model's total timeout plus RESERVATION_MARGIN_MS from its admission.
+    expect(hold!.expiresAtMs).toBeWithin(streamSentAt + slowStreamTotalMs + marginMs, streamOpenedAt + slowStreamTotalMs + marginMs + 1)
+    expect(tally(burst)).toEqual({ '200': burstAdmits, '402 insufficient_balance': 4 })
+    expect(holdsAfterBurst).toEqual([streamId])
+    await waitFor(async () => (await books.ledger(orgId)).requestIds.length === burstAdmits, { what: 'the usage rows of the burst' })
+    await waitFor(() => Date.now() > hold!.expiresAtMs, { timeoutMs: slowStreamTotalMs + marginMs + 5_000, what: 'the hold to expire' })
+    const reconciled = (await books.reconcile({ dryRun: true })).get(orgId)
+    expect(reconciled).toMatchObject({ outcome: 'in_step', balance_drift_micros: '0', released_holds: 1 })
+    await expectBooksBalanced(books, orgId)
+    const ledger = await books.ledger(orgId)
+    expect(ledger.requestIds).toEqual(servedIds(burst))
+    expect(ledger.requestIds).not.toContain(streamId)
+    expect((await chat(survivor.baseUrl, apiKey, request(quickModel))).status).toBe(200)
+    console.log(
+      `kill -9: stream ${streamId} held ${hold!.amountMicros} micro-EGP for ${hold!.expiresAtMs - streamSentAt} ms; burst meanwhile ${JSON.stringify(tally(burst))}; ` +
+        `reconcile: ${reconciled?.outcome}, drift ${reconciled?.balance_drift_micros}, ${reconciled?.released_holds} hold released; balance ${ledger.creditMicros - ledger.debitMicros} = credits ${ledger.creditMicros} - ledger ${ledger.debitMicros}`,
+    )
+  }, 60_000)
+})
