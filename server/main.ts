@@ -2,13 +2,17 @@ import { Catalog } from './core/catalog'
 import { ApiKeyCache } from './core/authenticate'
 import { AddressList } from './core/client-ip'
 import { LocalChangeBus } from './core/governance/changes'
+import { followRetirements } from './core/governance/operator'
 import { formatEgp } from './core/money'
 import { PeriodicReconciler } from './core/periodic-reconciler'
 import { UsageRecorder } from './core/usage-recorder'
 import { InProcessAdmissionStore } from './adapters/in-process/admission-store'
+import { OutboxMailer } from './adapters/mail/outbox-mailer'
+import { smtpTransport } from './adapters/mail/smtp-transport'
 import { createProviderRegistry } from './adapters/providers'
 import { createRedisClient, waitForRedis } from './adapters/redis/client'
 import { RedisAdmissionStore } from './adapters/redis/admission-store'
+import { RedisChangeBus } from './adapters/redis/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
 import { loadCatalogFile } from './catalog-file'
@@ -45,8 +49,18 @@ async function openAdmissionStore() {
   return store
 }
 const admission = await openAdmissionStore()
+// Revokes, suspensions and other changes reach every instance's caches through Redis when there is one.
+const redisChanges = redis ? new RedisChangeBus(redis) : null
+const changes = redisChanges ?? new LocalChangeBus()
+const keys = new ApiKeyCache(database.identities)
+keys.subscribeTo(changes)
+// Operators' retirements apply over the catalog file, now and whenever any instance changes them.
+await followRetirements(catalog, database.governance.operator, changes)
 const reconciler = config.reconcileIntervalS > 0 ? new PeriodicReconciler(admission, database.ledger, () => database.listBillingAccounts(), { intervalMs: config.reconcileIntervalS * 1000 }) : null
 reconciler?.start()
+// Mail is kept in the outbox table; delivered over SMTP when configured, printed otherwise.
+const smtp = config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : null
+const mailer = new OutboxMailer(database.governance.accounts, smtp)
 
 const app = buildApp({
   catalog,
@@ -54,15 +68,18 @@ const app = buildApp({
   usage,
   admission,
   ledger: database.ledger,
-  keys: new ApiKeyCache(database.identities),
+  keys,
   bodyBudgetBytes: config.bodyBudgetBytes,
+  reservationMarginMs: config.reservationMarginMs,
   management: {
     governance: database.governance,
     trustedProxies: new AddressList(config.trustedProxies),
-    changes: new LocalChangeBus(),
-    mailer: { send: async (message) => console.log(`mail to ${message.to}: ${message.subject}\n${message.text}`) },
+    changes,
+    mailer,
+    publicBaseUrl: config.publicBaseUrl,
     catalog,
     admission,
+    ledger: database.ledger,
   },
 })
 // Bun's own cap answers a bare 413 without a request id; the app enforces the real caps.
@@ -87,9 +104,12 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true
   console.log(`${signal}: finishing requests in flight`)
   await server.stop(false)
+  await mailer.idle()
+  smtp?.close()
   await reconciler?.stop()
   await control?.stop()
   await usage.close()
+  redisChanges?.close()
   await redis?.close()
   await database.close()
   lock?.release()

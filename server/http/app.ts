@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import type { ApiKeyCache } from '../core/authenticate'
 import { EdgeLimiter } from '../core/edge-limiter'
+import { KeyUseDenialRecorder } from '../core/key-use-denials'
 import type { InferenceDeps } from '../core/inference'
 import type { ManagementDeps } from './management'
 import { errorHandler, type RouteTable } from './plugins/error-handler'
@@ -8,10 +9,12 @@ import { BodyBudget, defaultBodyLimitBytes, inferenceBodyLimitBytes, readJsonBod
 import { adminRouteTable, adminRoutes } from './routes/admin'
 import { auditLogRouteTable, auditLogRoutes } from './routes/audit-logs'
 import { authRouteTable, authRoutes } from './routes/auth'
+import { changelogRouteTable, changelogRoutes } from './routes/changelog'
 import { inferenceRoutes } from './routes/inference'
 import { modelRoutes } from './routes/models'
 import { organizationRouteTable, organizationRoutes } from './routes/organizations'
 import { projectRouteTable, projectRoutes } from './routes/projects'
+import { usageRouteTable, usageRoutes } from './routes/usage'
 
 export interface AppDeps extends InferenceDeps {
   keys: ApiKeyCache
@@ -27,15 +30,17 @@ const routeTable: RouteTable = [
   { pattern: /^\/v1\/chat\/completions\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/embeddings\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/models(\/.*)?$/, methods: ['GET'] },
+  ...changelogRouteTable,
   ...authRouteTable,
   ...organizationRouteTable,
   ...projectRouteTable,
   ...auditLogRouteTable,
+  ...usageRouteTable,
   ...adminRouteTable,
 ]
 
 const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings'])
-const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests, Idempotent-Replayed'
+const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests, Idempotent-Replayed, Deprecation, Sunset, Link'
 
 // Request ids are a random prefix per process plus a counter: unique across instances, and cheaper
 // than a random UUID per request.
@@ -50,6 +55,12 @@ function newRequestId(): string {
 export function buildApp(deps: AppDeps) {
   const bodyBudget = new BodyBudget(deps.bodyBudgetBytes)
   const edge = deps.edge ?? new EdgeLimiter()
+  const keyAuth = {
+    keys: deps.keys,
+    edge,
+    trustedProxies: deps.management.trustedProxies,
+    denials: new KeyUseDenialRecorder(deps.management.governance.projects, { log: deps.log }),
+  }
   return new Elysia({ name: 'nilegate', normalize: false })
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = newRequestId()
@@ -65,12 +76,14 @@ export function buildApp(deps: AppDeps) {
     .use(errorHandler(routeTable))
     // Every body is read here, capped by route (SPEC 8.2), whatever its Content-Type says.
     .onParse(({ request, path }) => readJsonBody(request, inferencePaths.has(path) ? inferenceBodyLimitBytes : defaultBodyLimitBytes, bodyBudget))
-    .use(modelRoutes(deps.catalog, deps.keys, edge))
-    .use(inferenceRoutes({ ...deps, edge }))
+    .use(modelRoutes(deps.catalog, keyAuth))
+    .use(inferenceRoutes({ ...deps, ...keyAuth }))
+    .use(changelogRoutes(deps.catalog))
     .use(authRoutes(deps.management))
     .use(organizationRoutes(deps.management))
     .use(projectRoutes(deps.management))
     .use(auditLogRoutes(deps.management))
+    .use(usageRoutes(deps.management))
     .use(adminRoutes(deps.management))
 }
 

@@ -24,17 +24,20 @@ export interface IdempotentRequest {
 
 /**
  * Runs a POST management request at most once per `Idempotency-Key` (DESIGN.md section 9): the same
- * key with the same method, path and body replays the first successful answer (with
- * `Idempotent-Replayed: true`); the same key with another request, or while the first is still
- * running, is 409 conflict. Failed requests are forgotten, so a retry runs again. Without the
- * header the request simply runs.
+ * key with the same method, path, organization and project headers and body replays the first
+ * successful answer (with `Idempotent-Replayed: true`); the same key with another request, or while
+ * the first is still running, is 409 conflict. Failed requests are forgotten, so a retry runs
+ * again. Without the header the request simply runs.
  */
 export async function idempotent<T>(store: IdempotencyStore, context: IdempotentRequest, run: () => Promise<T>): Promise<T> {
   const key = context.request.headers.get('idempotency-key')
   if (key === null) return run()
   if (!keyPattern.test(key)) throw new GatewayError('invalid_request', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.', 'Idempotency-Key')
   const { pathname } = new URL(context.request.url)
-  const fingerprint = Bun.SHA256.hash(`${context.request.method} ${pathname}\n${canonicalJson(context.body ?? null)}`, 'hex')
+  // The selected organization and project are part of the request: the same key and body sent for
+  // another organization is another request.
+  const selection = ['openai-organization', 'openai-project'].map((name) => context.request.headers.get(name)?.trim() ?? '').join('\n')
+  const fingerprint = Bun.SHA256.hash(`${context.request.method} ${pathname}\n${selection}\n${canonicalJson(context.body ?? null)}`, 'hex')
   const claim = await store.claim(context.scope, key, fingerprint)
   switch (claim.kind) {
     case 'mismatch':

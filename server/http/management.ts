@@ -11,6 +11,8 @@ import type { AuditActor } from '../core/governance/audit'
 import type { ChangeBus } from '../core/governance/changes'
 import { requirePermission, type MembershipRole, type OrgAction } from '../core/governance/roles'
 import type { Mailer } from '../core/mail'
+import type { LedgerReader } from '../core/ports'
+import type { LoginLimiter } from '../core/login-limiter'
 
 /** What the management routes (auth, organization, projects, operator) are built from. */
 export interface ManagementDeps {
@@ -24,6 +26,12 @@ export interface ManagementDeps {
   catalog: Catalog
   /** Credit top-ups reach the live balance here. */
   admission: AdmissionStore
+  /** The ledger: balances and month-to-date spends for the usage API. */
+  ledger: LedgerReader
+  /** Brute-force guards of /v1/auth/*; a limiter with the default limits when absent. */
+  loginLimiter?: LoginLimiter
+  /** PUBLIC_BASE_URL, for the requests that mails show; mails carry only the token when absent. */
+  publicBaseUrl?: string | null
   now?: () => number
 }
 
@@ -67,10 +75,11 @@ export async function authenticateSession(deps: ManagementDeps, context: Request
   if (!looksLikeSessionToken(token)) throw new GatewayError('invalid_api_key', 'The access token is not recognised; log in with POST /v1/auth/login.')
   const found = await deps.governance.accounts.findSessionByTokenHash(hashApiKey(token))
   if (!found) throw new GatewayError('invalid_api_key', 'The access token is not recognised; log in with POST /v1/auth/login.')
-  if (found.revokedAt !== null) throw new GatewayError('token_revoked')
-  if (found.expiresAt <= (deps.now ?? Date.now)()) throw new GatewayError('token_revoked', 'The session expired; log in again.')
+  // The account's state first: a disabled user learns so, whatever became of the session.
   if (found.user.deleted) throw new GatewayError('user_not_found')
   if (found.user.disabled) throw new GatewayError('user_disabled')
+  if (found.revokedAt !== null) throw new GatewayError('token_revoked')
+  if (found.expiresAt <= (deps.now ?? Date.now)()) throw new GatewayError('token_revoked', 'The session expired; log in again.')
   const origin = requestOrigin(context, deps.trustedProxies)
   return {
     sessionId: found.sessionId,

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import { GatewayError } from '@nilegate/shared/errors'
 import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
 import type { Database } from '../../server/adapters/postgres/database'
-import { users } from '../../server/adapters/postgres/schema'
+import { memberships, users } from '../../server/adapters/postgres/schema'
 import { randomBase62 } from '../../server/core/api-keys'
 import { ApiKeyCache } from '../../server/core/authenticate'
 import { Catalog } from '../../server/core/catalog'
@@ -10,8 +10,10 @@ import { AddressList } from '../../server/core/client-ip'
 import type { Governance } from '../../server/core/governance'
 import { generateSecretToken, sessionLifetimeMs, sessionTokenPrefix, type UserRecord } from '../../server/core/governance/accounts'
 import { LocalChangeBus } from '../../server/core/governance/changes'
+import type { MembershipRole } from '../../server/core/governance/roles'
 import type { MailMessage } from '../../server/core/mail'
-import type { UsageEvent } from '../../server/core/ports'
+import type { LoginLimiter } from '../../server/core/login-limiter'
+import type { LedgerReader, UsageEvent } from '../../server/core/ports'
 import { loadCatalogFile } from '../../server/catalog-file'
 import { buildApp } from '../../server/http/app'
 import type { ManagementDeps } from '../../server/http/management'
@@ -25,7 +27,7 @@ export function unavailableManagement(): ManagementDeps {
     }),
   })
   const governance = new Proxy({} as Governance, { get: () => failing })
-  return { governance, trustedProxies: new AddressList([]), changes: new LocalChangeBus(), mailer: { send: async () => {} }, catalog: new Catalog([]), admission: new InProcessAdmissionStore() }
+  return { governance, trustedProxies: new AddressList([]), changes: new LocalChangeBus(), mailer: { send: async () => {} }, catalog: new Catalog([]), admission: new InProcessAdmissionStore(), ledger: failing as unknown as LedgerReader }
 }
 
 // One argon2id hash for every test user: hashing is deliberately slow.
@@ -36,6 +38,8 @@ export interface ManagementAppOptions {
   trustedProxies?: string[]
   now?: () => number
   balanceMicros?: bigint
+  /** Brute-force guards of /v1/auth/* (small limits, a fake clock); the defaults when absent. */
+  loginLimiter?: LoginLimiter
 }
 
 export interface SignedInUser {
@@ -62,9 +66,13 @@ export async function managementApp(db: Database, options: ManagementAppOptions 
     mailer: { send: async (message) => void mail.push(message) },
     catalog,
     admission,
+    ledger: db.ledger,
     now: options.now,
+    loginLimiter: options.loginLimiter,
   }
   const keys = new ApiKeyCache(db.identities)
+  // As in main.ts: a published change drops the organization's cached keys at once.
+  keys.subscribeTo(changes)
   const usage: UsageEvent[] = []
   const provider = new ScriptedProvider()
   const app = buildApp({
@@ -117,6 +125,13 @@ export async function managementApp(db: Database, options: ManagementAppOptions 
     return response.json.id as string
   }
 
+  /** A new signed-in user added to `orgId` with `role`, straight through the database. */
+  async function addMember(orgId: string, role: MembershipRole): Promise<SignedInUser> {
+    const member = await signUp()
+    await db.drizzle.insert(memberships).values({ orgId, userId: member.user.id, role })
+    return member
+  }
+
   /** Serves the app on a real socket (port 0), for tests that need the peer address. */
   function listen() {
     const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: app.fetch })
@@ -124,5 +139,5 @@ export async function managementApp(db: Database, options: ManagementAppOptions 
     return { url: `http://127.0.0.1:${server.port}`, stop: () => server.stop(true) }
   }
 
-  return { app, db, send, signUp, createOrganization, listen, keys, changes, mail, usage, provider, admission, management, catalog }
+  return { app, db, send, signUp, addMember, createOrganization, listen, keys, changes, mail, usage, provider, admission, management, catalog }
 }

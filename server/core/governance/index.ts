@@ -4,6 +4,7 @@ import type { IdempotencyStore } from './idempotency'
 import type { OperatorStore } from './operator'
 import type { OrganizationStore } from './organizations'
 import type { ProjectStore } from './projects'
+import type { UsageReportStore } from './usage'
 
 /** Everything the management API asks of the database, by area. */
 export interface Governance {
@@ -13,7 +14,8 @@ export interface Governance {
   operator: OperatorStore
   audit: AuditStore
   idempotency: IdempotencyStore
+  usage: UsageReportStore
 }
 
 export type GovernanceArea = keyof Governance
-export const governanceAreas = ['accounts', 'organizations', 'projects', 'operator', 'audit', 'idempotency'] as const satisfies readonly GovernanceArea[]
+export const governanceAreas = ['accounts', 'organizations', 'projects', 'operator', 'audit', 'idempotency', 'usage'] as const satisfies readonly GovernanceArea[]

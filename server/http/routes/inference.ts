@@ -1,27 +1,28 @@
 import { Elysia } from 'elysia'
 import { ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
 import { EmbeddingsRequest } from '@nilegate/shared/schemas/embeddings'
-import type { ApiKeyCache } from '../../core/authenticate'
-import type { EdgeLimiter } from '../../core/edge-limiter'
 import { completeChat, openChatStream } from '../../core/chat-completions'
 import { checkMessages } from '../../core/check-messages'
 import { createEmbeddings } from '../../core/embeddings'
 import type { InferenceDeps, InferenceRequest } from '../../core/inference'
 import type { ApiKeyIdentity } from '../../core/ports'
-import { apiKeyAuth } from '../plugins/api-key-auth'
+import { apiKeyAuth, type KeyAuthDeps } from '../plugins/api-key-auth'
+import { lifecycleHeaders } from './changelog'
 import { BodyProblem } from '../request-body'
 import { sseResponse } from '../sse'
 
-export interface InferenceRouteDeps extends InferenceDeps {
-  keys: ApiKeyCache
-  edge: EdgeLimiter
-}
+export interface InferenceRouteDeps extends InferenceDeps, KeyAuthDeps {}
 
-/** X-RateLimit-* headers of an admitted request (a 429 carries only Retry-After). */
-function setRateLimitHeaders(headers: Record<string, unknown>, context: InferenceRequest): void {
-  if (!context.rateLimit) return
-  headers['x-ratelimit-limit-requests'] = String(context.rateLimit.limit)
-  headers['x-ratelimit-remaining-requests'] = String(context.rateLimit.remaining)
+/**
+ * Headers of an admitted request: X-RateLimit-* (a 429 carries only Retry-After), and for a model
+ * whose retirement is scheduled, Deprecation and Sunset (RFC 9745, RFC 8594).
+ */
+function setAnswerHeaders(headers: Record<string, unknown>, context: InferenceRequest): void {
+  if (context.rateLimit) {
+    headers['x-ratelimit-limit-requests'] = String(context.rateLimit.limit)
+    headers['x-ratelimit-remaining-requests'] = String(context.rateLimit.remaining)
+  }
+  if (context.model) Object.assign(headers, lifecycleHeaders(context.model))
 }
 
 /** The request as core sees it; its signal fires when the client goes away. */
@@ -36,7 +37,7 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
   }
 
   const chat = new Elysia({ name: 'chat-completions', normalize: false })
-    .derive(apiKeyAuth(deps.keys, deps.edge, 'chat.completions'))
+    .derive(apiKeyAuth(deps, 'chat.completions'))
     .onTransform(({ body }) => {
       rejectBodyProblem({ body })
       checkMessages((body as { messages?: unknown }).messages)
@@ -50,7 +51,7 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
           try {
             const context = inferenceRequest(request, identity, requestId)
             const completion = await completeChat(deps, body, context)
-            setRateLimitHeaders(set.headers, context)
+            setAnswerHeaders(set.headers, context)
             return completion
           } finally {
             release()
@@ -66,14 +67,14 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
           release()
           throw error
         }
-        setRateLimitHeaders(set.headers, context)
+        setAnswerHeaders(set.headers, context)
         return sseResponse(events, set.headers as Record<string, string>, () => cancelled.abort(), release)
       },
       { body: ChatCompletionRequest },
     )
 
   const embeddings = new Elysia({ name: 'embeddings', normalize: false })
-    .derive(apiKeyAuth(deps.keys, deps.edge, 'embeddings'))
+    .derive(apiKeyAuth(deps, 'embeddings'))
     .onTransform(rejectBodyProblem)
     .post(
       '/v1/embeddings',
@@ -82,7 +83,7 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
         try {
           const context = inferenceRequest(request, identity, set.headers['x-request-id'] as string)
           const embeddings = await createEmbeddings(deps, body, context)
-          setRateLimitHeaders(set.headers, context)
+          setAnswerHeaders(set.headers, context)
           return embeddings
         } finally {
           release()

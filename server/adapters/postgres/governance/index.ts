@@ -6,6 +6,7 @@ import { createIdempotencyRepository } from './idempotency'
 import { createOperatorRepository } from './operator'
 import { createOrganizationRepository } from './organizations'
 import { createProjectRepository } from './projects'
+import { createUsageReportRepository } from './usage'
 
 /** The management API's repositories over one database. */
 export function createGovernance(db: Drizzle): Governance {
@@ -16,5 +17,6 @@ export function createGovernance(db: Drizzle): Governance {
     operator: createOperatorRepository(db),
     audit: createAuditRepository(db),
     idempotency: createIdempotencyRepository(db),
+    usage: createUsageReportRepository(db),
   }
 }

@@ -34,7 +34,8 @@ describeEachDatabase('openDatabase', (context) => {
 
     expect(await countAppliedMigrations(db)).toBe(migrationCount)
     expect(await countPublicTables(db)).toBe(tablesBefore)
-    expect(tablesBefore).toBe(7)
+    // 7 of the inference core, 7 of governance (migration 0001).
+    expect(tablesBefore).toBe(14)
   })
 
   if (context.kind === 'postgres') {
