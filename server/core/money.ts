@@ -16,6 +16,11 @@ export function formatEgp(micros: bigint): string {
   return `${sign}${abs / microsPerEgp}.${(abs % microsPerEgp).toString().padStart(6, '0')}`
 }
 
+/** Micro-EGP as the API shows money, or null. */
+export function formatEgpOrNull(micros: bigint | null): string | null {
+  return micros === null ? null : formatEgp(micros)
+}
+
 /** Ceiling division of non-negative bigints. */
 function divCeil(a: bigint, b: bigint): bigint {
   return (a + b - 1n) / b

@@ -89,6 +89,11 @@ export async function authenticateSession(deps: ManagementDeps, context: Request
   }
 }
 
+/** Dashboard use needs a verified address: 403 email_not_verified before it. */
+export function requireVerifiedEmail(principal: SessionPrincipal): void {
+  if (!principal.user.emailVerified) throw new GatewayError('email_not_verified')
+}
+
 /** The organization (and project) a session acts on, from `OpenAI-Organization` and `OpenAI-Project`. */
 export interface OrgScope {
   orgId: string
@@ -105,7 +110,7 @@ export interface OrgScope {
  * another organization 403 project_not_in_org.
  */
 export async function selectOrganization(deps: ManagementDeps, principal: SessionPrincipal, request: Request): Promise<OrgScope> {
-  if (!principal.user.emailVerified) throw new GatewayError('email_not_verified')
+  requireVerifiedEmail(principal)
   const memberships = await deps.governance.organizations.listMemberships(principal.user.id)
   const wanted = request.headers.get('openai-organization')?.trim() || null
   const membership = wanted === null ? memberships[0] : memberships.find((candidate) => candidate.orgId === wanted)

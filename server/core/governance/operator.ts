@@ -3,7 +3,8 @@ import { retirementInstantMs, type Catalog, type ModelRetirement } from '../cata
 import type { UserRecord } from './accounts'
 import type { AuditActor } from './audit'
 import type { ChangeBus } from './changes'
-import type { OrganizationRecord, Page, PageQuery, PlanTier } from './organizations'
+import type { OrganizationRecord, PlanTier } from './organizations'
+import type { Page, PageQuery } from './pages'
 
 /** What an operator may change of an organization; absent fields stay as they are. */
 export interface OrganizationSettings {

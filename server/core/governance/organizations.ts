@@ -1,6 +1,7 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { MailMessage } from '../mail'
 import type { AuditActor } from './audit'
+import type { Page, PageQuery } from './pages'
 import { can, requirePermission, type MembershipRole } from './roles'
 
 export type PlanTier = 'free' | 'developer' | 'team' | 'enterprise'
@@ -108,17 +109,6 @@ export function canonicalTimeZone(zone: string): string | null {
     return null
   }
   return /^[+-]/.test(resolved) ? null : resolved
-}
-
-/** One page of a list ordered by creation; `after` is the id of the last item of the previous page. */
-export interface PageQuery {
-  after?: string
-  limit: number
-}
-
-export interface Page<T> {
-  items: T[]
-  hasMore: boolean
 }
 
 /** Throws 403 unless `actorRole` may give someone `role` (by invite or by a role change). */

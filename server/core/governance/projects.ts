@@ -1,5 +1,5 @@
 import type { AuditActor } from './audit'
-import type { Page, PageQuery } from './organizations'
+import type { Page, PageQuery } from './pages'
 
 /** What a project may limit; null means "no limit of its own". */
 export interface ProjectSettings {

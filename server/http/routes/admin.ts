@@ -11,7 +11,8 @@ import { operatorAccess, type ManagementDeps } from '../management'
 import type { RouteTable } from '../plugins/error-handler'
 import { BodyProblem } from '../request-body'
 import { userObject } from './auth-account'
-import { ListQuery, listObject, organizationObject, pageQuery } from './organizations'
+import { ListQuery, listObject, pageQuery } from '../management-fields'
+import { organizationObject } from './organizations'
 
 export const adminRouteTable: RouteTable = [
   { pattern: /^\/v1\/admin\/organizations\/?$/, methods: ['GET'] },

@@ -5,6 +5,7 @@ import { sendVerificationMail, type VerificationDeps } from '../../core/governan
 import { confirmPassword, type LoginDeps } from '../../core/governance/login'
 import { idempotent } from '../idempotency'
 import { sessionAuth, type ManagementDeps } from '../management'
+import { ListQuery, listObject, pageQuery } from '../management-fields'
 
 /** What the auth routes share: the account store, the brute-force guards, the mailer and the clock. */
 export type AuthDeps = LoginDeps & VerificationDeps
@@ -30,12 +31,7 @@ function revokedObject(sessionId: string) {
   return { object: 'session.revoked' as const, id: sessionId, revoked: true }
 }
 
-const ListSessions = t.Object(
-  { limit: t.Optional(t.Integer({ minimum: 1, maximum: 100 })), after: t.Optional(t.String({ minLength: 1, maxLength: 100 })) },
-  { additionalProperties: false },
-)
 const DeleteAccount = t.Object({ password: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
-const defaultLimit = 20
 
 /** The signed-in user's own account and sessions: logout, verification mails, /me, session list and revoke. */
 export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
@@ -74,11 +70,10 @@ export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
     .get(
       '/v1/auth/sessions',
       async ({ principal, query }) => {
-        const { sessions, hasMore } = await auth.accounts.listActiveSessions({ userId: principal.user.id, now: new Date(auth.now()), after: query.after, limit: query.limit ?? defaultLimit })
-        const data = sessions.map((session) => sessionObject(session, principal.sessionId))
-        return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore }
+        const { sessions, hasMore } = await auth.accounts.listActiveSessions({ userId: principal.user.id, now: new Date(auth.now()), ...pageQuery(query) })
+        return listObject({ hasMore }, sessions.map((session) => sessionObject(session, principal.sessionId)))
       },
-      { query: ListSessions },
+      { query: ListQuery },
     )
     .delete('/v1/auth/sessions/:id', async ({ principal, params }) => {
       const revoked = await auth.accounts.revokeSession({ userId: principal.user.id, sessionId: params.id, action: 'session.revoked' }, principal.actor)

@@ -12,13 +12,12 @@ import {
   type InviteRecord,
   type MemberRecord,
   type OrganizationRecord,
-  type Page,
-  type PageQuery,
 } from '../../core/governance/organizations'
 import { membershipRoles } from '../../core/governance/roles'
 import { formatEgp } from '../../core/money'
 import { idempotent } from '../idempotency'
-import { authorize, orgAccess, sessionAuth, type ManagementDeps, type OrgScope, type SessionPrincipal } from '../management'
+import { authorize, orgAccess, requireVerifiedEmail, sessionAuth, type ManagementDeps, type OrgScope } from '../management'
+import { ListQuery, listObject, pageQuery } from '../management-fields'
 import type { RouteTable } from '../plugins/error-handler'
 
 export const organizationRouteTable: RouteTable = [
@@ -67,27 +66,6 @@ function inviteObject(invite: InviteRecord, nowMs: number) {
   }
 }
 
-/** The OpenAI list shape of one page. */
-export function listObject<T extends { id: string }>(page: Page<unknown>, data: T[]) {
-  return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore }
-}
-
-/**
- * `after` and `limit` of a list. The limit is checked as text: a coerced integer out of range
- * loses its path in Elysia's error, and the error would not name `limit`.
- */
-export const ListQuery = t.Object(
-  {
-    after: t.Optional(t.String({ minLength: 1 })),
-    limit: t.Optional(t.String({ pattern: '^(100|[1-9][0-9]?)$', error: 'must be an integer from 1 to 100' })),
-  },
-  { additionalProperties: false },
-)
-
-export function pageQuery(query: typeof ListQuery.static): PageQuery {
-  return { after: query.after, limit: query.limit === undefined ? 20 : Number(query.limit) }
-}
-
 const OrganizationName = t.String({ minLength: 1, maxLength: 200, pattern: '\\S', error: 'must be 1 to 200 characters, not only spaces' })
 const Role = t.UnionEnum(membershipRoles, { error: `must be one of ${membershipRoles.join(', ')}` })
 const CreateOrganization = t.Object({ name: OrganizationName }, { additionalProperties: false })
@@ -95,19 +73,6 @@ const UpdateOrganization = t.Object({ name: t.Optional(OrganizationName), billin
 const UpdateMember = t.Object({ role: Role }, { additionalProperties: false })
 const CreateInvite = t.Object({ email: t.String({ format: 'email', maxLength: 320, error: 'must be an e-mail address' }), role: Role }, { additionalProperties: false })
 const AcceptInvite = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
-
-/** Dashboard routes outside an organization still need a verified address, as those inside do. */
-function requireVerifiedEmail(principal: SessionPrincipal): void {
-  if (!principal.user.emailVerified) throw new GatewayError('email_not_verified')
-}
-
-/**
- * Idempotency keys of an organization's routes are kept per user and organization: the same key
- * and body sent with another `OpenAI-Organization` is another request, not a replay.
- */
-function orgIdempotencyScope(principal: SessionPrincipal, org: OrgScope): string {
-  return `${principal.user.id}/${org.orgId}`
-}
 
 /** The caller's organizations, creating one (the creator becomes its owner), and accepting an invite. */
 function accountOrganizationRoutes(deps: ManagementDeps) {
@@ -165,7 +130,7 @@ function currentOrganizationRoutes(deps: ManagementDeps) {
         authorize(org, 'organization.update')
         const billingTimeZone = body.billing_time_zone === undefined ? undefined : canonicalTimeZone(body.billing_time_zone)
         if (billingTimeZone === null) throw new GatewayError('invalid_request', `'${body.billing_time_zone}' is not an IANA time zone such as Africa/Cairo.`, 'billing_time_zone')
-        return idempotent(deps.governance.idempotency, { request, body, set, scope: orgIdempotencyScope(principal, org) }, async () => {
+        return idempotent(deps.governance.idempotency, { request, body, set, scope: principal.user.id }, async () => {
           const organization = await store.updateOrganization(org.orgId, { name: body.name?.trim(), billingTimeZone }, principal.actor)
           // Monthly caps reset in the billing time zone, which the keys' cached identities carry.
           if (billingTimeZone !== undefined) await deps.changes.publish({ kind: 'organization', orgId: org.orgId })
@@ -200,7 +165,7 @@ function memberRoutes(deps: ManagementDeps) {
       '/v1/organization/users/:user_id',
       ({ body, org, params, principal, request, set }) => {
         authorize(org, 'members.manage')
-        return idempotent(deps.governance.idempotency, { request, body, set, scope: orgIdempotencyScope(principal, org) }, async () =>
+        return idempotent(deps.governance.idempotency, { request, body, set, scope: principal.user.id }, async () =>
           memberObject(await store.changeMemberRole({ orgId: org.orgId, userId: params.user_id, role: body.role, actorRole: org.role }, principal.actor)),
         )
       },
@@ -241,7 +206,7 @@ function inviteRoutes(deps: ManagementDeps) {
       ({ body, org, principal, request, set }) => {
         authorize(org, 'members.manage')
         requireMayGrant(org.role, body.role)
-        return idempotent(deps.governance.idempotency, { request, body, set, scope: orgIdempotencyScope(principal, org) }, async () => {
+        return idempotent(deps.governance.idempotency, { request, body, set, scope: principal.user.id }, async () => {
           const organization = await store.getOrganization(org.orgId)
           if (!organization) throw new GatewayError('not_found', `No organization '${org.orgId}'.`)
           const { secret, hashHex } = generateSecretToken(inviteTokenPrefix)

@@ -6,12 +6,11 @@ import { generateApiKey } from '../../core/api-keys'
 import { keyScopes } from '../../core/authenticate'
 import { parseCidr } from '../../core/client-ip'
 import { apiKeyStatus, type ApiKeyChanges, type ApiKeyRecord } from '../../core/governance/projects'
-import { parseEgp } from '../../core/money'
+import { formatEgpOrNull, parseEgp } from '../../core/money'
 import { idempotent } from '../idempotency'
 import { authorize, orgAccess, type ManagementDeps } from '../management'
-import { egpOrNull, optional, RpmField, SpendCapField, trimmedName } from '../management-fields'
+import { listObject, ListQuery, optional, pageQuery, RpmField, SpendCapField, trimmedName } from '../management-fields'
 import type { RouteTable } from '../plugins/error-handler'
-import { ListQuery, listObject, pageQuery } from './organizations'
 
 export const apiKeyRouteTable: RouteTable = [
   { pattern: /^\/v1\/organization\/projects\/[^/]+\/api_keys\/?$/, methods: ['GET', 'POST'] },
@@ -34,7 +33,7 @@ export function apiKeyObject(key: ApiKeyRecord, nowMs: number) {
     revoked_at: key.revokedAt,
     status: apiKeyStatus(key, nowMs),
     rpm_limit: key.rpmLimit,
-    monthly_spend_cap_egp: egpOrNull(key.monthlySpendCapMicros),
+    monthly_spend_cap_egp: formatEgpOrNull(key.monthlySpendCapMicros),
     ip_allow_list: key.ipAllowList,
     scopes: key.scopes,
     owner: { type: 'user' as const, user: key.owner },

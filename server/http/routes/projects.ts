@@ -3,12 +3,11 @@ import { GatewayError } from '@nilegate/shared/errors'
 import { nullable } from '@nilegate/shared/schemas/common'
 import type { Catalog } from '../../core/catalog'
 import type { ProjectChanges, ProjectRecord } from '../../core/governance/projects'
-import { parseEgp } from '../../core/money'
+import { formatEgpOrNull, parseEgp } from '../../core/money'
 import { idempotent } from '../idempotency'
 import { authorize, orgAccess, type ManagementDeps } from '../management'
-import { egpOrNull, optional, RpmField, SpendCapField, trimmedName } from '../management-fields'
+import { listObject, ListQuery, optional, pageQuery, RpmField, SpendCapField, trimmedName } from '../management-fields'
 import type { RouteTable } from '../plugins/error-handler'
-import { ListQuery, listObject, pageQuery } from './organizations'
 import { apiKeyRouteTable, apiKeyRoutes } from './project-api-keys'
 
 export const projectRouteTable: RouteTable = [
@@ -27,7 +26,7 @@ export function projectObject(project: ProjectRecord) {
     created_at: project.createdAt,
     archived_at: project.archivedAt,
     status: project.archivedAt === null ? ('active' as const) : ('archived' as const),
-    monthly_spend_cap_egp: egpOrNull(project.monthlySpendCapMicros),
+    monthly_spend_cap_egp: formatEgpOrNull(project.monthlySpendCapMicros),
     rpm_override: project.rpmOverride,
     enabled_models: project.enabledModels,
   }

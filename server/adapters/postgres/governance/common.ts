@@ -1,5 +1,9 @@
+import { GatewayError } from '@nilegate/shared/errors'
+import { sql, type SQL } from 'drizzle-orm'
+import type { AnyPgColumn, PgSelect } from 'drizzle-orm/pg-core'
 import { newId } from '../../../core/api-keys'
 import type { AuditActor, AuditEntry } from '../../../core/governance/audit'
+import type { Page, PageQuery } from '../../../core/governance/pages'
 import type { Drizzle } from '../drizzle'
 import { auditLogs } from '../schema'
 
@@ -37,4 +41,26 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
 /** Unix seconds of a timestamp column. */
 export function unixSeconds(date: Date): number {
   return Math.floor(date.getTime() / 1000)
+}
+
+/**
+ * One page of a list ordered by `(createdAt, id)`, oldest first; `page.after` names the last row of
+ * the previous page (400 when `cursorRow` finds no such row in this list). `cursorRow` selects that
+ * row's `(createdAt, id)`: it is compared in SQL, since Postgres keeps microseconds and a JS Date
+ * only milliseconds.
+ */
+export async function readPage<T>(
+  page: PageQuery,
+  order: [createdAt: AnyPgColumn, id: AnyPgColumn],
+  cursorRow: (after: string) => PgSelect,
+  read: (after: SQL | undefined, limit: number) => Promise<T[]>,
+): Promise<Page<T>> {
+  let after: SQL | undefined
+  if (page.after !== undefined) {
+    const cursor = cursorRow(page.after)
+    if ((await cursor).length === 0) throw new GatewayError('invalid_request', `'${page.after}' is not an id from this list.`, 'after')
+    after = sql`(${order[0]}, ${order[1]}) > (${cursor})`
+  }
+  const rows = await read(after, page.limit + 1)
+  return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit }
 }

@@ -5,12 +5,12 @@ import { newId } from '../../../core/api-keys'
 import { normalizeEmail } from '../../../core/governance/accounts'
 import type { AuditActor } from '../../../core/governance/audit'
 import type { OperatorStore, OrganizationSettings } from '../../../core/governance/operator'
-import type { Page, PageQuery } from '../../../core/governance/organizations'
+import type { Page, PageQuery } from '../../../core/governance/pages'
 import type { ModelRetirement } from '../../../core/catalog'
 import type { Drizzle } from '../drizzle'
 import { creditTransactions, modelRetirements, organizations, sessions, users } from '../schema'
 import { toUserRecord } from './accounts'
-import { appendAudit, unixSeconds } from './common'
+import { appendAudit, readPage, unixSeconds } from './common'
 import { toOrganizationRecord } from './organizations'
 
 /** Each setting an operator changes, with the audit action and wire name its record carries. */
@@ -20,27 +20,6 @@ const settingAudits = [
   { setting: 'allowedModels', field: 'allowed_models', action: 'organization.allowed_models_changed' },
   { setting: 'requiresRegion', field: 'requires_region', action: 'organization.region_requirement_changed' },
 ] as const satisfies ReadonlyArray<{ setting: keyof OrganizationSettings; field: string; action: string }>
-
-/**
- * One page of a table ordered by `(createdAt, id)`, oldest first; `after` names the last row of the
- * previous page (400 when it names no row of the table). `cursorRow` selects that row's
- * `(createdAt, id)`: compared in SQL, its time keeps the microseconds a JS Date would drop.
- */
-async function readPage<T>(
-  page: PageQuery,
-  [createdAt, id]: [AnyPgColumn, AnyPgColumn],
-  cursorRow: () => PgSelect,
-  read: (after: SQL | undefined, limit: number) => Promise<T[]>,
-): Promise<Page<T>> {
-  let after: SQL | undefined
-  if (page.after !== undefined) {
-    const cursor = cursorRow()
-    if ((await cursor).length === 0) throw new GatewayError('invalid_request', `'${page.after}' is not an id from this list.`, 'after')
-    after = sql`(${createdAt}, ${id}) > (${cursor})`
-  }
-  const rows = await read(after, page.limit + 1)
-  return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit }
-}
 
 function retirementFields(retirement: ModelRetirement) {
   return { retires_on: retirement.retiresOn, replacement: retirement.replacement }
@@ -83,7 +62,7 @@ export function createOperatorRepository(db: Drizzle): OperatorStore {
       return readPage(
         page,
         [organizations.createdAt, organizations.id],
-        () => db.select({ createdAt: organizations.createdAt, id: organizations.id }).from(organizations).where(eq(organizations.id, page.after!)).$dynamic(),
+        (cursor) => db.select({ createdAt: organizations.createdAt, id: organizations.id }).from(organizations).where(eq(organizations.id, cursor)).$dynamic(),
         async (after, limit) => {
           const rows = await db
             .select()
@@ -166,7 +145,7 @@ export function createOperatorRepository(db: Drizzle): OperatorStore {
       return readPage(
         page,
         [users.createdAt, users.id],
-        () => db.select({ createdAt: users.createdAt, id: users.id }).from(users).where(eq(users.id, page.after!)).$dynamic(),
+        (cursor) => db.select({ createdAt: users.createdAt, id: users.id }).from(users).where(eq(users.id, cursor)).$dynamic(),
         async (after, limit) => {
           const rows = await db
             .select()

@@ -11,12 +11,10 @@ import {
   type MemberRecord,
   type OrganizationRecord,
   type OrganizationStore,
-  type Page,
-  type PageQuery,
 } from '../../../core/governance/organizations'
 import type { Drizzle } from '../drizzle'
 import { invites, memberships, organizations, users } from '../schema'
-import { appendAudit, unixSeconds } from './common'
+import { appendAudit, readPage, unixSeconds } from './common'
 
 type OrganizationRow = typeof organizations.$inferSelect
 type InviteRow = typeof invites.$inferSelect
@@ -53,26 +51,6 @@ const memberColumns = { userId: users.id, name: users.name, email: users.email, 
 
 function toMemberRecord({ joinedAt, ...member }: { userId: string; name: string | null; email: string; role: MemberRecord['role']; joinedAt: Date }): MemberRecord {
   return { ...member, addedAt: unixSeconds(joinedAt) }
-}
-
-/**
- * Reads one page of a list ordered by `(createdAt, id)`. The cursor row is compared in SQL:
- * Postgres keeps microseconds, a JS Date only milliseconds, so its time never makes a round trip.
- */
-async function readPage<T>(
-  page: PageQuery,
-  order: [createdAt: AnyPgColumn, id: AnyPgColumn],
-  cursorRow: (after: string) => PgSelect,
-  read: (after: SQL | undefined, limit: number) => Promise<T[]>,
-): Promise<Page<T>> {
-  let after: SQL | undefined
-  if (page.after !== undefined) {
-    const cursor = cursorRow(page.after)
-    if ((await cursor).length === 0) throw new GatewayError('invalid_request', `'${page.after}' is not an id from this list.`, 'after')
-    after = sql`(${order[0]}, ${order[1]}) > (${cursor})`
-  }
-  const rows = await read(after, page.limit + 1)
-  return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit }
 }
 
 /** Serializes the changes of one organization's members and invites, so rules that count hold. */

@@ -2,18 +2,17 @@ import { GatewayError } from '@nilegate/shared/errors'
 import { and, asc, eq, isNull, sql, type SQL } from 'drizzle-orm'
 import { newId } from '../../../core/api-keys'
 import type { AuditActor } from '../../../core/governance/audit'
-import type { Page, PageQuery } from '../../../core/governance/organizations'
+import type { Page, PageQuery } from '../../../core/governance/pages'
 import type { ApiKeyRecord, ProjectRecord, ProjectStore } from '../../../core/governance/projects'
-import { formatEgp } from '../../../core/money'
+import { formatEgpOrNull } from '../../../core/money'
 import type { Drizzle } from '../drizzle'
 import { apiKeys, projects, users } from '../schema'
-import { appendAudit, isUniqueViolation, unixSeconds } from './common'
+import { appendAudit, isUniqueViolation, readPage, unixSeconds } from './common'
 
 type ProjectRow = typeof projects.$inferSelect
 type ApiKeyRow = typeof apiKeys.$inferSelect
 
 const secondsOrNull = (date: Date | null) => (date === null ? null : unixSeconds(date))
-const egpOrNull = (micros: bigint | null) => (micros === null ? null : formatEgp(micros))
 
 function toProjectRecord(row: ProjectRow): ProjectRecord {
   return {
@@ -50,14 +49,14 @@ function toApiKeyRecord({ key, ownerEmail }: { key: ApiKeyRow; ownerEmail: strin
 }
 
 // What audit records show of a project or key: wire names, money in EGP, times in unix seconds.
-const projectAuditView = (row: ProjectRow) => ({ name: row.name, monthly_spend_cap_egp: egpOrNull(row.monthlySpendCapMicros), rpm_override: row.rpmOverride, enabled_models: row.enabledModels, archived_at: secondsOrNull(row.archivedAt) })
+const projectAuditView = (row: ProjectRow) => ({ name: row.name, monthly_spend_cap_egp: formatEgpOrNull(row.monthlySpendCapMicros), rpm_override: row.rpmOverride, enabled_models: row.enabledModels, archived_at: secondsOrNull(row.archivedAt) })
 const keyAuditView = (row: ApiKeyRow) => ({
   name: row.name,
   redacted_value: row.displayPrefix,
   expires_at: secondsOrNull(row.expiresAt),
   revoked_at: secondsOrNull(row.revokedAt),
   rpm_limit: row.rpmLimit,
-  monthly_spend_cap_egp: egpOrNull(row.monthlySpendCapMicros),
+  monthly_spend_cap_egp: formatEgpOrNull(row.monthlySpendCapMicros),
   ip_allow_list: row.ipAllowList,
   scopes: row.scopes,
 })
@@ -74,25 +73,20 @@ function presentFields<T extends object>(changes: T): Partial<T> {
   return Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)) as Partial<T>
 }
 
-/**
- * One page ordered by `(created_at, id)`. The cursor row is compared in SQL: Postgres keeps
- * microseconds, a JS Date only milliseconds, so its time never makes a round trip.
- */
-async function readPage<Row>(
+/** One page of `table`'s rows within `scope`, by the shared cursor rules. */
+function readScopedPage<Row>(
   db: Drizzle,
   table: typeof projects | typeof apiKeys,
   scope: SQL,
   page: PageQuery,
   read: (where: SQL | undefined, limit: number) => Promise<Row[]>,
 ): Promise<Page<Row>> {
-  let after: SQL | undefined
-  if (page.after !== undefined) {
-    const [cursor] = await db.select({ id: table.id }).from(table).where(and(eq(table.id, page.after), scope))
-    if (!cursor) throw new GatewayError('invalid_request', `'${page.after}' is not an id from this list.`, 'after')
-    after = sql`(${table.createdAt}, ${table.id}) > (select cursor.created_at, cursor.id from ${table} cursor where cursor.id = ${page.after})`
-  }
-  const rows = await read(and(scope, after), page.limit + 1)
-  return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit }
+  return readPage(
+    page,
+    [table.createdAt, table.id],
+    (cursor) => db.select({ createdAt: table.createdAt, id: table.id }).from(table as typeof projects).where(and(eq(table.id, cursor), scope)).$dynamic(),
+    (after, limit) => read(and(scope, after), limit),
+  )
 }
 
 const projectNotFound = (projectId: string) => new GatewayError('not_found', `No project '${projectId}' in this organization.`, 'project_id')
@@ -141,7 +135,7 @@ export function createProjectRepository(db: Drizzle): ProjectStore {
 
     async listProjects(orgId, query) {
       const scope = and(eq(projects.orgId, orgId), query.includeArchived ? undefined : isNull(projects.archivedAt))!
-      const page = await readPage(db, projects, scope, query, (where, limit) => db.select().from(projects).where(where).orderBy(asc(projects.createdAt), asc(projects.id)).limit(limit))
+      const page = await readScopedPage(db, projects, scope, query, (where, limit) => db.select().from(projects).where(where).orderBy(asc(projects.createdAt), asc(projects.id)).limit(limit))
       return { items: page.items.map(toProjectRecord), hasMore: page.hasMore }
     },
 
@@ -195,7 +189,7 @@ export function createProjectRepository(db: Drizzle): ProjectStore {
     async listApiKeys(orgId, projectId, query) {
       if (!(await projectBelongsTo(orgId, projectId))) throw projectNotFound(projectId)
       const scope = and(eq(apiKeys.orgId, orgId), eq(apiKeys.projectId, projectId))!
-      const page = await readPage(db, apiKeys, scope, query, (where, limit) =>
+      const page = await readScopedPage(db, apiKeys, scope, query, (where, limit) =>
         db.select(keyColumns).from(apiKeys).leftJoin(users, eq(users.id, apiKeys.createdByUserId)).where(where).orderBy(asc(apiKeys.createdAt), asc(apiKeys.id)).limit(limit),
       )
       return { items: page.items.map(toApiKeyRecord), hasMore: page.hasMore }
