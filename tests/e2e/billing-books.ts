@@ -1,11 +1,13 @@
-import { expect } from 'bun:test'
+import { afterAll, beforeAll, expect } from 'bun:test'
 import postgres from 'postgres'
 import { createClient } from 'redis'
 import { RedisAdmissionStore } from '../../server/adapters/redis/admission-store'
 import { createRedisClient, waitForRedis, type RedisClient } from '../../server/adapters/redis/client'
 import { billingMonth, defaultBillingTimeZone, type OrgSnapshot } from '../../server/core/admission'
 import { hashApiKey } from '../../server/core/api-keys'
+import { createPostgresDatabase } from '../support/databases'
 import { childEnv, runBun } from '../support/processes'
+import { teardown, writeFaultCatalog } from './fault-scenario'
 
 /** The Redis database index the billing fault tests own (11, 13 and 14 belong to other suites). */
 export const billingRedisUrl = 'redis://127.0.0.1:6379/12'
@@ -89,4 +91,35 @@ export async function flushBillingRedis(options: { scripts?: boolean } = {}): Pr
 export async function expectBooksBalanced(books: BillingBooks, orgId: string): Promise<void> {
   const [counters, ledger] = await Promise.all([books.counters(orgId), books.ledger(orgId)])
   expect({ balanceMicros: counters?.balanceMicros, heldMicros: counters?.heldMicros }).toEqual({ balanceMicros: ledger.creditMicros - ledger.debitMicros, heldMicros: 0n })
+}
+
+/**
+ * The hooks of a fault file: the fault catalog is written first and removed last, and the billing
+ * Redis database is flushed around the file. Read `path` inside hooks and tests.
+ */
+export function useFaultCatalog(): { readonly path: string } {
+  let catalog: Awaited<ReturnType<typeof writeFaultCatalog>> | null = null
+  beforeAll(async () => {
+    catalog = await writeFaultCatalog()
+    await flushBillingRedis()
+  })
+  afterAll(async () => {
+    await flushBillingRedis()
+    catalog?.remove()
+  })
+  return {
+    get path() {
+      if (!catalog) throw new Error('the fault catalog is not written yet')
+      return catalog.path
+    },
+  }
+}
+
+/** A scratch Postgres database and the books on it; `cleanup` closes and drops them. */
+export async function openScratchBooks(cleanup: ReturnType<typeof teardown>): Promise<{ databaseUrl: string; books: BillingBooks }> {
+  const database = await createPostgresDatabase()
+  cleanup.push(() => database.drop())
+  const books = await BillingBooks.open(database.url)
+  cleanup.push(() => books.close())
+  return { databaseUrl: database.url, books }
 }

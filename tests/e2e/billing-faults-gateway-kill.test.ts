@@ -1,24 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createPostgresDatabase } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { waitFor } from '../support/wait-for'
-import { BillingBooks, billingRedisUrl, expectBooksBalanced, flushBillingRedis } from './billing-books'
+import { BillingBooks, billingRedisUrl, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
 import { chat, egp, quickModel, request, servedIds, slowStreamModel, slowStreamTotalMs, tally, teardown, worstCaseMicros, writeFaultCatalog } from './fault-scenario'
 
 // A gateway that dies holds money it never settles: the hold must expire and be released (I2)
 // while the organization keeps being admitted within what the hold leaves (I1).
 
-let catalog: Awaited<ReturnType<typeof writeFaultCatalog>>
-
-beforeAll(async () => {
-  catalog = await writeFaultCatalog()
-  await flushBillingRedis()
-})
-
-afterAll(async () => {
-  await flushBillingRedis()
-  catalog?.remove()
-})
+const catalog = useFaultCatalog()
 
 describe('a gateway killed with SIGKILL in the middle of a stream', () => {
   const marginMs = 3_000
@@ -28,11 +17,9 @@ describe('a gateway killed with SIGKILL in the middle of a stream', () => {
   let books: BillingBooks
 
   beforeAll(async () => {
-    const database = await createPostgresDatabase()
-    cleanup.push(() => database.drop())
-    books = await BillingBooks.open(database.url)
-    cleanup.push(() => books.close())
-    const options = { database: 'postgres' as const, sharedDatabaseUrl: database.url, catalogPath: catalog.path, env: { REDIS_URL: billingRedisUrl, RESERVATION_MARGIN_MS: String(marginMs) } }
+    const scratch = await openScratchBooks(cleanup)
+    books = scratch.books
+    const options = { database: 'postgres' as const, sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env: { REDIS_URL: billingRedisUrl, RESERVATION_MARGIN_MS: String(marginMs) } }
     ;[doomed, survivor] = await Promise.all([startGateway(options), startGateway(options)])
     cleanup.push(() => doomed.stop())
     cleanup.push(() => survivor.stop())

@@ -1,28 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { maxMicros } from '../../server/core/admission'
-import { createPostgresDatabase } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { waitFor } from '../support/wait-for'
-import { BillingBooks, billingRedisUrl, expectBooksBalanced, flushBillingRedis } from './billing-books'
-import { chat, egp, pacedModel, request, servedIds, tally, teardown, worstCaseMicros, writeFaultCatalog, type Answer } from './fault-scenario'
+import { BillingBooks, billingRedisUrl, expectBooksBalanced, flushBillingRedis, openScratchBooks, useFaultCatalog } from './billing-books'
+import { chat, egp, pacedModel, request, servedIds, tally, teardown, worstCaseMicros, type Answer } from './fault-scenario'
 
 // Redis restarted without persistence while two organizations send load: it is unreachable for a
 // moment, then empty and without its scripts. Admission fails closed meanwhile and rebuilds the
 // counters from the ledger before admitting again (DESIGN.md section 4), so no organization spends
 // past its credit (I1) and the books agree afterwards (I3).
 
-let catalog: Awaited<ReturnType<typeof writeFaultCatalog>>
-
-beforeAll(async () => {
-  catalog = await writeFaultCatalog()
-  await flushBillingRedis()
-})
-
-afterAll(async () => {
-  await flushBillingRedis()
-  catalog?.remove()
-})
+const catalog = useFaultCatalog()
 
 describe('Redis restarted under load', () => {
   const workersPerKey = 12
@@ -33,14 +22,12 @@ describe('Redis restarted under load', () => {
   let books: BillingBooks
 
   beforeAll(async () => {
-    const database = await createPostgresDatabase()
-    cleanup.push(() => database.drop())
-    books = await BillingBooks.open(database.url)
-    cleanup.push(() => books.close())
+    const scratch = await openScratchBooks(cleanup)
+    books = scratch.books
     proxy = startTcpProxy({ hostname: '127.0.0.1', port: 6379 })
     cleanup.push(() => proxy.stop())
     // Usage rows wait up to 2 s in the gateway: the counters rebuilt after the restart must count them anyway.
-    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: database.url, catalogPath: catalog.path, env: { REDIS_URL: proxy.via(billingRedisUrl), USAGE_FLUSH_MS: '2000' } })
+    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env: { REDIS_URL: proxy.via(billingRedisUrl), USAGE_FLUSH_MS: '2000' } })
     cleanup.push(() => gateway.stop())
   }, 60_000)
 

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createPostgresDatabase } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { waitFor } from '../support/wait-for'
-import { BillingBooks, billingRedisUrl, expectBooksBalanced, flushBillingRedis } from './billing-books'
-import { chat, quickModel, request, servedIds, tally, teardown, writeFaultCatalog, type Answer } from './fault-scenario'
+import { BillingBooks, billingRedisUrl, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
+import { chat, quickModel, request, servedIds, tally, teardown, type Answer } from './fault-scenario'
 
 // Billing faults (DESIGN.md section 4), one file each: the database unreachable (here), a gateway
 // killed mid-stream (billing-faults-gateway-kill), Redis restarted under load
@@ -12,17 +11,7 @@ import { chat, quickModel, request, servedIds, tally, teardown, writeFaultCatalo
 // served request has exactly one usage row, and once the ledger has caught up the admission counters
 // equal credits minus the ledger to the micro-EGP.
 
-let catalog: Awaited<ReturnType<typeof writeFaultCatalog>>
-
-beforeAll(async () => {
-  catalog = await writeFaultCatalog()
-  await flushBillingRedis()
-})
-
-afterAll(async () => {
-  await flushBillingRedis()
-  catalog?.remove()
-})
+const catalog = useFaultCatalog()
 
 describe('Postgres unreachable for 30 s', () => {
   const outageMs = 30_000
@@ -32,13 +21,11 @@ describe('Postgres unreachable for 30 s', () => {
   let books: BillingBooks
 
   beforeAll(async () => {
-    const database = await createPostgresDatabase()
-    cleanup.push(() => database.drop())
-    books = await BillingBooks.open(database.url)
-    cleanup.push(() => books.close())
+    const scratch = await openScratchBooks(cleanup)
+    books = scratch.books
     proxy = startTcpProxy({ hostname: '127.0.0.1', port: 5432 })
     cleanup.push(() => proxy.stop())
-    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: proxy.via(database.url), catalogPath: catalog.path, env: { REDIS_URL: billingRedisUrl } })
+    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: proxy.via(scratch.databaseUrl), catalogPath: catalog.path, env: { REDIS_URL: billingRedisUrl } })
     cleanup.push(() => gateway.stop())
   }, 60_000)
 
