@@ -51,6 +51,10 @@ export interface RunningGateway {
   output(): string
   /** A fresh API key of a new demo tenant, from `bun server/cli.ts demo --json`. */
   createApiKey(options?: DemoKeyOptions): Promise<string>
+  /** A new demo tenant with its owner's e-mail and password, from `bun server/cli.ts demo --json`. */
+  createDemoTenant(options?: DemoKeyOptions): Promise<DemoTenantJson>
+  /** The first match of `pattern` in what the gateway printed, waiting for it up to `timeoutMs`. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
   /** SIGTERM, then SIGKILL after `graceMs`; then drops the database and removes the data dir. */
   stop(graceMs?: number): Promise<void>
 }
@@ -126,8 +130,17 @@ async function stopChild(child: Subprocess, graceMs: number): Promise<void> {
   running.delete(child)
 }
 
+/** What `bun server/cli.ts demo --json` prints. */
+export interface DemoTenantJson {
+  api_key: string
+  organization_id: string
+  project_id: string
+  email: string
+  password: string
+}
+
 /** Runs the CLI with the gateway's environment; bounded, so a stuck CLI fails the test instead of hanging it. */
-async function runDemoCli(env: Record<string, string>, options: DemoKeyOptions, timeoutMs = 30_000): Promise<string> {
+async function runDemoCli(env: Record<string, string>, options: DemoKeyOptions, timeoutMs = 30_000): Promise<DemoTenantJson> {
   const cmd = ['bun', 'server/cli.ts', 'demo', '--json']
   if (options.balanceEgp !== undefined) cmd.push('--balance-egp', String(options.balanceEgp))
   if (options.rpm !== undefined) cmd.push('--rpm', String(options.rpm))
@@ -137,14 +150,14 @@ async function runDemoCli(env: Record<string, string>, options: DemoKeyOptions, 
   try {
     const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
     if (code !== 0) throw new Error(`${cmd.join(' ')} exited with ${code ?? child.signalCode}:\n${stdout}${stderr}`)
-    let printed: { api_key?: unknown }
+    let printed: Partial<DemoTenantJson>
     try {
       printed = JSON.parse(stdout.slice(stdout.indexOf('{'), stdout.lastIndexOf('}') + 1))
     } catch {
       throw new Error(`${cmd.join(' ')} printed no JSON object:\n${stdout}${stderr}`)
     }
     if (typeof printed.api_key !== 'string') throw new Error(`${cmd.join(' ')} printed no api_key:\n${stdout}`)
-    return printed.api_key
+    return printed as DemoTenantJson
   } finally {
     clearTimeout(timer)
     running.delete(child)
@@ -174,6 +187,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     const [, baseUrl] = await log.waitFor(listeningLine, child, options.startTimeoutMs ?? 30_000)
     const url = new URL(baseUrl!)
     const started = child
+    const createDemoTenant = (keyOptions: DemoKeyOptions = {}) =>
+      runDemoCli(env, keyOptions).catch((error: Error) => {
+        throw new Error(`${error.message}\n--- the gateway printed:\n${log.all.slice(-3000)}`)
+      })
     return {
       database: options.database,
       baseUrl: baseUrl!,
@@ -186,10 +203,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         return started.exitCode === null && started.signalCode === null
       },
       output: () => log.all,
-      createApiKey: (keyOptions = {}) =>
-        runDemoCli(env, keyOptions).catch((error: Error) => {
-          throw new Error(`${error.message}\n--- the gateway printed:\n${log.all.slice(-3000)}`)
-        }),
+      createApiKey: async (keyOptions = {}) => (await createDemoTenant(keyOptions)).api_key,
+      createDemoTenant,
+      waitForOutput: (pattern, timeoutMs = 10_000) => log.waitFor(pattern, started, timeoutMs),
       stop: (graceMs = 5_000) => cleanUp(graceMs),
     }
   } catch (error) {
