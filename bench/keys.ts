@@ -1,14 +1,14 @@
 // Does the number of API keys in the database change inference throughput? One run, three scenarios on
-// the simulator model, through the gateway: (1) 160 keys in the database, load over them; then 9,840
-// more keys are created through the management API, and (2) the same 160 keys carry the load, (3) the
-// load rotates over all 10,000 keys (each must be warm in the gateway's key cache). Writes bench/RESULTS-keys.md.
+// the simulator model, through a gateway: (1) 1,000 keys in its database, load over them; on a second
+// gateway whose database holds 10,000 keys (9,000 created through the management API), (2) load over
+// 1,000 of them and (3) over all 10,000 (each must be warm in the key cache). Writes bench/RESULTS-keys.md.
 //
 //   bun bench/keys.ts [--keys 10000] [--duration 10] [--rounds 3] [--connections 50] [--postgres [URL]] [--no-write]
 
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
+import { createScratchDatabase, startGateway } from './gateway-process'
 import { chooseLoadTool } from './load-tool'
 import { requestsPerSecond, totalErrors } from './load-result'
 import { readMachineInfo } from './machine-info'
@@ -17,7 +17,7 @@ import { chatBody, measureScenario, medianRound, type Options, type Scenario } f
 import { startUpstream } from './upstream-process'
 
 const repoDir = resolve(import.meta.dir, '..')
-const baselineKeys = 160
+const baselineKeys = 1_000
 
 function option(args: string[], name: string): string | undefined {
   const index = args.indexOf(`--${name}`)
@@ -29,34 +29,6 @@ function integerOption(args: string[], name: string, fallback: number): number {
   const value = raw === undefined ? fallback : Number(raw)
   if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer, got ${raw}`)
   return value
-}
-
-async function json(response: Response, what: string): Promise<any> {
-  const text = await response.text()
-  if (!response.ok) throw new Error(`${what}: ${response.status} ${text.slice(0, 500)}`)
-  return JSON.parse(text)
-}
-
-/** Signs in as the first demo tenant and creates `count` keys in its project, a few requests at a time. */
-async function createKeys(gateway: RunningGateway, count: number): Promise<string[]> {
-  const tenant = gateway.firstTenant
-  const login = await json(
-    await fetch(`${gateway.baseUrl}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: tenant.email, password: tenant.password }) }),
-    'logging in',
-  )
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${login.access_token}` }
-  const url = `${gateway.baseUrl}/organization/projects/${tenant.project_id}/api_keys`
-  const keys: string[] = []
-  let next = 0
-  const worker = async () => {
-    while (next < count) {
-      const index = next++
-      const created = await json(await fetch(url, { method: 'POST', headers, body: JSON.stringify({ name: `bench key ${index}` }) }), 'creating a key')
-      keys.push(created.value)
-    }
-  }
-  await Promise.all(Array.from({ length: 8 }, worker))
-  return keys
 }
 
 async function main(args: string[], processes: ProcessGroup, workDir: string, afterStop: (() => Promise<void>)[]): Promise<number> {
@@ -79,48 +51,51 @@ async function main(args: string[], processes: ProcessGroup, workDir: string, af
   const tool = await chooseLoadTool(null)
   const busyBefore = await machineBusyPercent(1_000)
   const upstream = await startUpstream(processes, workDir)
-  let databaseUrl: string | null = null
-  if (postgresUrl) {
-    const scratch = await createScratchDatabase(postgresUrl)
-    afterStop.push(() => scratch.drop())
-    databaseUrl = scratch.url
-  }
-  const gateway = await startGateway({ processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: baselineKeys, profileDir: null, databaseUrl })
-  const bodyFile = join(workDir, 'body.json')
-  await Bun.write(bodyFile, chatBody('bench/simulated'))
-  const allKeysFile = join(workDir, 'all-keys.txt')
-  const pids = { gateway: gateway.pid, upstream: upstream.pid }
-  const scenario = (id: string, label: string, keysFile: string): Scenario => ({ id: id as Scenario['id'], label, url: `${gateway.baseUrl}/chat/completions`, bodyFile, keysFile, firstKey: gateway.keys[0]! })
-  const measure = async (scenarios: Scenario[]) => {
-    const rounds = scenarios.map(() => [] as Awaited<ReturnType<typeof measureScenario>>[])
-    for (let round = 1; round <= options.rounds; round++) {
-      for (const [index, item] of scenarios.entries()) {
-        console.error(`measuring ${item.label}, round ${round} of ${options.rounds} ...`)
-        rounds[index]!.push(await measureScenario(item, { tool, options, processes, workDir, pids, isWarm: false }))
-      }
+  // Two gateways side by side, one holding the baseline keys and one holding all of them, measured in
+  // turns (1 2 3 1 2 3 ...), so whatever else runs on the machine weighs on every scenario alike.
+  const launchGateway = async (name: string) => {
+    const gatewayDir = join(workDir, name)
+    mkdirSync(gatewayDir)
+    let databaseUrl: string | null = null
+    if (postgresUrl) {
+      const scratch = await createScratchDatabase(postgresUrl)
+      afterStop.push(() => scratch.drop())
+      databaseUrl = scratch.url
     }
-    return rounds.map(medianRound)
+    return startGateway({ processes, workDir: gatewayDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: baselineKeys, profileDir: null, databaseUrl })
   }
-
-  const baseline = await measure([scenario('1', `${baselineKeys} keys in the database, load over them`, gateway.keysFile)])
+  const few = await launchGateway('few')
+  const many = await launchGateway('many')
   console.error(`creating ${totalKeys - baselineKeys} more keys through the management API ...`)
   const startedAt = performance.now()
-  const created = await createKeys(gateway, totalKeys - baselineKeys)
+  const created = await many.createKeys(totalKeys - baselineKeys)
   const creationS = (performance.now() - startedAt) / 1000
-  await Bun.write(allKeysFile, [...gateway.keys, ...created].join('\n') + '\n')
-  const many = await measure([
-    scenario('2', `${totalKeys} keys in the database, load over the same ${baselineKeys}`, gateway.keysFile),
-    scenario('3', `${totalKeys} keys in the database, load over all ${totalKeys}`, allKeysFile),
-  ])
+  const allKeysFile = join(workDir, 'all-keys.txt')
+  await Bun.write(allKeysFile, [...many.keys, ...created].join('\n') + '\n')
+  const bodyFile = join(workDir, 'body.json')
+  await Bun.write(bodyFile, chatBody('bench/simulated'))
 
-  const outcomes = [...baseline, ...many]
-  const baselineRps = baseline[0]!.result ? requestsPerSecond(baseline[0]!.result) : 0
+  const scenarios = [
+    { gateway: few, keysFile: few.keysFile, label: `${baselineKeys} keys in the database, load over them` },
+    { gateway: many, keysFile: many.keysFile, label: `${totalKeys} keys in the database, load over ${baselineKeys} of them` },
+    { gateway: many, keysFile: allKeysFile, label: `${totalKeys} keys in the database, load over all ${totalKeys}` },
+  ]
+  const rounds = scenarios.map(() => [] as Awaited<ReturnType<typeof measureScenario>>[])
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const [index, item] of scenarios.entries()) {
+      console.error(`measuring ${item.label}, round ${round} of ${options.rounds} ...`)
+      const scenario: Scenario = { id: String(index + 1) as Scenario['id'], label: item.label, url: `${item.gateway.baseUrl}/chat/completions`, bodyFile, keysFile: item.keysFile, firstKey: item.gateway.keys[0]! }
+      rounds[index]!.push(await measureScenario(scenario, { tool, options, processes, workDir, pids: { gateway: item.gateway.pid, upstream: upstream.pid }, isWarm: false }))
+    }
+  }
+  const outcomes = rounds.map(medianRound)
+  const baselineRps = outcomes[0]!.result ? requestsPerSecond(outcomes[0]!.result) : 0
   const machine = readMachineInfo(repoDir)
   const lines = [
     '# API keys in the database versus throughput',
     '',
     `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`bun bench/keys.ts${args.length ? ` ${args.join(' ')}` : ''}\` on ${machine.cpuModel} (${machine.cores} cores, ${machine.memoryGiB} GiB), bun ${machine.bunVersion}, commit ${machine.commit}.`,
-    `Gateway on ${postgresUrl ? 'Postgres' : 'the embedded PGlite'}, model \`bench/simulated\` (16 output tokens), ${tool.description}, ${options.connections} connections, ${options.durationS} s per round, median of ${options.rounds} rounds.`,
+    `Two gateways on ${postgresUrl ? 'Postgres' : 'the embedded PGlite'}, measured in turns; model \`bench/simulated\` (16 output tokens), ${tool.description}, ${options.connections} connections, ${options.durationS} s per round, median of ${options.rounds} rounds.`,
     `${totalKeys - baselineKeys} keys were created through \`POST /v1/organization/projects/{id}/api_keys\` in ${creationS.toFixed(1)} s.`,
     ...(busyBefore !== null && busyBefore > 10 ? [`Other work kept the CPUs ${busyBefore.toFixed(0)}% busy in the second before the run.`] : []),
     '',

@@ -59,8 +59,8 @@ function parseOptions(args: string[]): Options {
     connections: count('connections', 50),
     threads: count('threads', 1),
     tool: tool ?? null,
-    // The gateway holds each key to 100 requests a second at the edge: 160 keys leave room for 16,000 req/s.
-    keys: count('keys', 160),
+    // The gateway holds each key to 100 requests a second at the edge: 1,000 keys leave room for 100,000 req/s.
+    keys: count('keys', 1_000),
     ttfbRequests: count('ttfb-requests', 200),
     ttfbWarmup: count('ttfb-warmup', 20, 0),
     outPath: args.includes('--no-write') ? null : resolve(value('out') ?? join(repoDir, 'bench', 'RESULTS.md')),
