@@ -31,6 +31,8 @@ export interface GatewayLaunch {
   profileDir: string | null
   /** Run on this Postgres database instead of the embedded PGlite. */
   databaseUrl: string | null
+  /** Keep admission counters in this Redis (flushed first) instead of in process. */
+  redisUrl?: string | null
 }
 
 const samplePrices = { input_price_egp: '30.00', output_price_egp: '90.00', prices_are_samples: true }
@@ -148,6 +150,7 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
   const env = {
     ...inherited,
     ...(launch.databaseUrl ? { DATABASE_URL: launch.databaseUrl } : {}),
+    ...(launch.redisUrl ? { REDIS_URL: launch.redisUrl } : {}),
     HOST: '127.0.0.1',
     PORT: String(port),
     DATA_DIR: join(launch.workDir, 'data'),

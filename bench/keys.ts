@@ -46,6 +46,7 @@ async function main(args: string[], processes: ProcessGroup, workDir: string, af
     outPath: args.includes('--no-write') ? null : resolve(option(args, 'out') ?? join(repoDir, 'bench', 'RESULTS-keys.md')),
     profileDir: null,
     postgresUrl,
+    redisUrl: null,
     keepTemp: false,
   }
   const tool = await chooseLoadTool(null)

@@ -4,7 +4,7 @@
 //
 //   bun bench/run.ts [--duration 10] [--connections 50] [--threads 1] [--tool wrk|bun] [--keys N]
 //                    [--ttfb-requests 200] [--out bench/RESULTS.md | --no-write] [--profile DIR] [--keep-temp]
-//                    [--postgres [postgres://postgres@127.0.0.1:5432/postgres]]
+//                    [--postgres [postgres://postgres@127.0.0.1:5432/postgres]] [--redis [redis://127.0.0.1:6379/10]]
 //
 // The gateway is only ever spawned (`bun server/main.ts`, `bun server/cli.ts demo --json`), never imported.
 
@@ -34,6 +34,8 @@ export interface Options {
   profileDir: string | null
   /** A Postgres server to run the gateway on (a scratch database is made and dropped), instead of PGlite. */
   postgresUrl: string | null
+  /** A Redis database (flushed before the run) for the admission counters, instead of the in-process store. */
+  redisUrl: string | null
   keepTemp: boolean
 }
 
@@ -68,7 +70,18 @@ function parseOptions(args: string[]): Options {
     postgresUrl: args.includes('--postgres')
       ? value('postgres')?.startsWith('postgres') ? value('postgres')! : 'postgres://postgres@127.0.0.1:5432/postgres'
       : null,
+    redisUrl: args.includes('--redis') ? (value('redis')?.startsWith('redis') ? value('redis')! : 'redis://127.0.0.1:6379/10') : null,
     keepTemp: args.includes('--keep-temp'),
+  }
+}
+
+/** Empties the Redis database at `url`, so a run starts from counters rebuilt from its own ledger. */
+async function flushRedis(url: string): Promise<void> {
+  const redis = new Bun.RedisClient(url)
+  try {
+    await redis.send('FLUSHDB', [])
+  } finally {
+    redis.close()
   }
 }
 
@@ -163,8 +176,12 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
       databaseUrl = scratch.url
       notes.push('The gateway ran on Postgres (a scratch database on the local server), not on the embedded PGlite.')
     }
-    gateway = await startGateway({ processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: options.keys, profileDir: options.profileDir, databaseUrl })
-    console.error(`gateway: ${gateway.baseUrl} (${databaseUrl ? 'Postgres' : 'embedded'}) with ${gateway.keys.length} API key(s)`)
+    if (options.redisUrl) {
+      await flushRedis(options.redisUrl)
+      notes.push('Admission counters lived in Redis (two round trips per request: admit and settle), not in process.')
+    }
+    gateway = await startGateway({ processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: options.keys, profileDir: options.profileDir, databaseUrl, redisUrl: options.redisUrl })
+    console.error(`gateway: ${gateway.baseUrl} (${databaseUrl ? 'Postgres' : 'embedded'}${options.redisUrl ? ', Redis' : ''}) with ${gateway.keys.length} API key(s)`)
   } else {
     notes.push(`The gateway was not measured: ${gatewayMissing.join(' and ')} not found.`)
   }
