@@ -57,6 +57,12 @@ export function benchCatalog(upstreamBaseUrl: string) {
         deployments: [{ provider: 'openai-compatible', base_url: upstreamBaseUrl, upstream_model: 'fake-echo' }],
       },
       {
+        id: 'bench/upstream-echo-x4',
+        owned_by: 'bench (fake upstream)',
+        ...chatModel,
+        deployments: ['a', 'b', 'c', 'd'].map((name) => ({ id: `echo-${name}`, provider: 'openai-compatible', base_url: upstreamBaseUrl, upstream_model: 'fake-echo' })),
+      },
+      {
         id: 'bench/simulated',
         owned_by: 'nilegate (simulator)',
         ...chatModel,
