@@ -81,6 +81,17 @@ describeEachDatabase('invites to an organization', (context) => {
     expect(wrongUser.json.error).toEqual(unknown.json.error)
   })
 
+  test('an invite or a role change without a role is refused, never taken for an owner', async () => {
+    const { gateway, owner, as, join } = await organizationWithOwner()
+    const member = await join('reader')
+    const noRoleInvite = await gateway.send('POST', '/v1/organization/invites', { ...as(owner), body: { email: 'no-role@example.test' } })
+    const noRoleChange = await gateway.send('POST', `/v1/organization/users/${member.user.id}`, { ...as(owner), body: {} })
+    expect([noRoleInvite.status, noRoleInvite.json.error.param]).toEqual([400, 'role'])
+    expect([noRoleChange.status, noRoleChange.json.error.param]).toEqual([400, 'role'])
+    const members = await gateway.send('GET', `/v1/organization/users/${member.user.id}`, as(owner))
+    expect(members.json.role).toBe('reader')
+  })
+
   test('an unverified user cannot accept', async () => {
     const { gateway, owner, invite } = await organizationWithOwner()
     const invitee = await gateway.signUp({ verified: false })
