@@ -1,19 +1,32 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Value } from '@sinclair/typebox/value'
+import type { ChangeBus } from './core/governance/changes'
 import { parseEgp } from './core/money'
-import type { CatalogModel, Deployment } from './core/catalog'
+import {
+  defaultRoutingSettings,
+  defaultTimeouts,
+  normalizeBaseUrl,
+  type Catalog,
+  type CatalogFileContents,
+  type CatalogModel,
+  type CircuitSettings,
+  type Deployment,
+} from './core/catalog'
 
 const egp = t.String({ pattern: '^\\d+(\\.\\d{1,6})?$' })
 
+const Circuit = t.Object({ failures: t.Optional(Type.Integer({ minimum: 1 })), cooldown_ms: t.Optional(Type.Integer({ minimum: 1 })) })
+
 const DeploymentEntry = t.Object({
-  id: t.Optional(t.String()),
+  id: t.Optional(t.String({ minLength: 1 })),
   provider: t.Union([t.Literal('simulator'), t.Literal('openai-compatible')]),
   base_url: t.Optional(t.String()),
   upstream_model: t.Optional(t.String()),
   region: t.Optional(t.String()),
   weight: t.Optional(Type.Integer({ minimum: 1 })),
-  api_key_env: t.Optional(t.String()),
+  max_concurrent: t.Optional(Type.Integer({ minimum: 1 })),
+  api_key_env: t.Optional(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
   timeouts_ms: t.Optional(
     t.Object({
       connect: t.Optional(Type.Integer({ minimum: 1 })),
@@ -22,6 +35,7 @@ const DeploymentEntry = t.Object({
       total: t.Optional(Type.Integer({ minimum: 1 })),
     }),
   ),
+  circuit: t.Optional(Circuit),
   simulator: t.Optional(t.Object({ ttft_ms: t.Optional(Type.Integer({ minimum: 0 })), inter_token_ms: t.Optional(Type.Integer({ minimum: 0 })) })),
 })
 
@@ -45,41 +59,71 @@ const ModelEntry = t.Object({
   deployments: t.Array(DeploymentEntry),
 })
 
-/** The file named by NILEGATE_CONFIG: catalog entries and their deployments (snake_case JSON). */
-export const CatalogFile = t.Object({ models: t.Array(ModelEntry) })
+/**
+ * The file named by NILEGATE_CONFIG (snake_case JSON): catalog entries and their deployments, the
+ * circuit settings of deployments that set none, and how often deployments are probed.
+ */
+export const CatalogFile = t.Object({
+  circuit: t.Optional(Circuit),
+  health_probes: t.Optional(t.Object({ interval_ms: t.Optional(Type.Integer({ minimum: 0 })) })),
+  models: t.Array(ModelEntry),
+})
 export type CatalogFile = typeof CatalogFile.static
 
-function toDeployment(entry: typeof DeploymentEntry.static, model: typeof ModelEntry.static, index: number): Deployment {
-  if (entry.provider === 'openai-compatible' && !entry.base_url) {
-    throw new Error(`model ${model.id}: an openai-compatible deployment needs base_url`)
-  }
+function circuitOf(entry: typeof Circuit.static | undefined, fallback: CircuitSettings): CircuitSettings {
+  return { failures: entry?.failures ?? fallback.failures, cooldownMs: entry?.cooldown_ms ?? fallback.cooldownMs }
+}
+
+function toDeployment(entry: typeof DeploymentEntry.static, model: typeof ModelEntry.static, index: number, circuit: CircuitSettings): Deployment {
+  if (entry.provider === 'openai-compatible' && !entry.base_url) throw new Error('an openai-compatible deployment needs base_url')
   return {
     id: entry.id ?? `${model.id}#${index}`,
     provider: entry.provider,
-    baseUrl: entry.base_url?.replace(/\/+$/, '') ?? null,
+    baseUrl: entry.base_url === undefined ? null : normalizeBaseUrl(entry.base_url),
     upstreamModel: entry.upstream_model ?? model.id,
     region: entry.region ?? model.region,
     weight: entry.weight ?? 1,
+    maxConcurrent: entry.max_concurrent ?? null,
     apiKeyEnv: entry.api_key_env ?? null,
     timeouts: {
-      connectMs: entry.timeouts_ms?.connect ?? 5_000,
-      firstTokenMs: entry.timeouts_ms?.first_token ?? 60_000,
-      idleMs: entry.timeouts_ms?.idle ?? 60_000,
-      totalMs: entry.timeouts_ms?.total ?? 600_000,
+      connectMs: entry.timeouts_ms?.connect ?? defaultTimeouts.connectMs,
+      firstTokenMs: entry.timeouts_ms?.first_token ?? defaultTimeouts.firstTokenMs,
+      idleMs: entry.timeouts_ms?.idle ?? defaultTimeouts.idleMs,
+      totalMs: entry.timeouts_ms?.total ?? defaultTimeouts.totalMs,
     },
+    circuit: circuitOf(entry.circuit, circuit),
     simulator: { ttftMs: entry.simulator?.ttft_ms ?? 0, interTokenMs: entry.simulator?.inter_token_ms ?? 0 },
   }
 }
 
-/** Validates a parsed catalog file and turns it into catalog models; throws with the first problem. */
-export function parseCatalogFile(json: unknown): CatalogModel[] {
-  const file = Value.Parse(CatalogFile, json)
-  const seen = new Set<string>()
-  return file.models.map((entry) => {
-    if (seen.has(entry.id)) throw new Error(`model ${entry.id} is listed twice`)
-    seen.add(entry.id)
+/**
+ * Validates a parsed catalog file and turns it into catalog models and settings; throws with the
+ * first problem and where it is, never with the offending value (the file is logged on reload).
+ */
+export function parseCatalogContents(json: unknown): CatalogFileContents {
+  const problem = Value.Errors(CatalogFile, json).First()
+  if (problem) throw new Error(`${problem.path || '/'}: ${problem.message}`)
+  const file = json as CatalogFile
+  const settings = { circuit: circuitOf(file.circuit, defaultRoutingSettings.circuit), probeIntervalMs: file.health_probes?.interval_ms ?? defaultRoutingSettings.probeIntervalMs }
+  const seenModels = new Set<string>()
+  // Health is kept per deployment id, across models and reloads: ids must be unique in the file.
+  const seenDeployments = new Set<string>()
+  const models = file.models.map((entry): CatalogModel => {
+    if (seenModels.has(entry.id)) throw new Error(`model ${entry.id} is listed twice`)
+    seenModels.add(entry.id)
     const status = entry.status ?? 'live'
     if (status === 'live' && entry.deployments.length === 0) throw new Error(`model ${entry.id}: a live model needs a deployment`)
+    const deployments = entry.deployments.map((deployment, index) => {
+      try {
+        return toDeployment(deployment, entry, index, settings.circuit)
+      } catch (error) {
+        throw new Error(`model ${entry.id}, deployment ${index}: ${(error as Error).message}`)
+      }
+    })
+    for (const { id } of deployments) {
+      if (seenDeployments.has(id)) throw new Error(`model ${entry.id}: the deployment id ${id} is used twice`)
+      seenDeployments.add(id)
+    }
     return {
       id: entry.id,
       ownedBy: entry.owned_by,
@@ -98,17 +142,60 @@ export function parseCatalogFile(json: unknown): CatalogModel[] {
       supportsDimensions: entry.supports_dimensions ?? false,
       retiresOn: entry.retires_on ?? null,
       replacement: entry.replacement ?? null,
-      deployments: entry.deployments.map((deployment, index) => toDeployment(deployment, entry, index)),
+      deployments,
     }
   })
+  return { models, settings }
 }
 
-/** Reads and parses the catalog file at a path. */
-export async function loadCatalogFile(path: string): Promise<CatalogModel[]> {
-  const text = await Bun.file(path).text()
+/** The models of a parsed catalog file. */
+export function parseCatalogFile(json: unknown): CatalogModel[] {
+  return [...parseCatalogContents(json).models]
+}
+
+/** Reads and parses the catalog file at a path; the error names the path and the first problem. */
+export async function readCatalogFile(path: string): Promise<CatalogFileContents> {
   try {
-    return parseCatalogFile(JSON.parse(text))
+    return parseCatalogContents(JSON.parse(await Bun.file(path).text()))
   } catch (error) {
     throw new Error(`${path}: ${(error as Error).message}`)
   }
+}
+
+/** The models of the catalog file at a path. */
+export async function loadCatalogFile(path: string): Promise<CatalogModel[]> {
+  return [...(await readCatalogFile(path)).models]
+}
+
+/**
+ * Re-reads the catalog file into `catalog` (SIGHUP, or an operator's reload). A file that cannot be
+ * read or parsed changes nothing: the gateway keeps the catalog it has and logs why. Requests in
+ * flight keep the models they resolved; the router keeps the health of deployments whose id stays.
+ */
+export async function reloadCatalogFile(catalog: Catalog, path: string, log: Pick<Console, 'log' | 'error'> = console): Promise<boolean> {
+  let contents: CatalogFileContents
+  try {
+    contents = await readCatalogFile(path)
+  } catch (error) {
+    log.error(`the catalog was not reloaded and stays as it was: ${(error as Error).message}`)
+    return false
+  }
+  catalog.replaceFile(contents)
+  const deployments = contents.models.reduce((sum, model) => sum + model.deployments.length, 0)
+  log.log(`catalog reloaded from ${path}: ${contents.models.length} models, ${deployments} deployments in the file`)
+  return true
+}
+
+/**
+ * Reloads the catalog file when `reload` is called (SIGHUP) and whenever an operator asks any
+ * instance to (`POST /v1/admin/catalog/reload`, on the change bus), one reload at a time, so an
+ * older read never lands over a newer one. Returns `reload` and how to stop listening.
+ */
+export function followCatalogFile(catalog: Catalog, path: string, changes: ChangeBus): { reload: () => Promise<boolean>; stop: () => void } {
+  let latest: Promise<boolean> = Promise.resolve(true)
+  const reload = () => (latest = latest.then(() => reloadCatalogFile(catalog, path)))
+  const stop = changes.subscribe((change) => {
+    if (change.kind === 'catalog_file') void reload()
+  })
+  return { reload, stop }
 }

@@ -2,20 +2,24 @@ import { Catalog } from './core/catalog'
 import { ApiKeyCache } from './core/authenticate'
 import { AddressList } from './core/client-ip'
 import { LocalChangeBus } from './core/governance/changes'
+import { followDeployments } from './core/governance/deployments'
 import { followRetirements } from './core/governance/operator'
+import { HealthProbes } from './core/health-probes'
 import { formatEgp } from './core/money'
 import { PeriodicReconciler } from './core/periodic-reconciler'
+import { Router } from './core/router'
 import { UsageRecorder } from './core/usage-recorder'
 import { InProcessAdmissionStore } from './adapters/in-process/admission-store'
 import { OutboxMailer } from './adapters/mail/outbox-mailer'
 import { smtpTransport } from './adapters/mail/smtp-transport'
 import { createProviderRegistry } from './adapters/providers'
+import { probeDeployment } from './adapters/providers/probe-deployment'
 import { createRedisClient, waitForRedis } from './adapters/redis/client'
 import { RedisAdmissionStore } from './adapters/redis/admission-store'
 import { RedisChangeBus } from './adapters/redis/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
-import { loadCatalogFile } from './catalog-file'
+import { followCatalogFile, readCatalogFile } from './catalog-file'
 import { loadConfig } from './config'
 import { startControlSocket } from './control-socket'
 import { acquireDataDirLock, DataDirLockedError } from './data-dir-lock'
@@ -23,7 +27,8 @@ import { buildApp } from './http/app'
 
 const config = loadConfig(Bun.env)
 const catalogPath = config.catalogPath ?? new URL('./demo-catalog.json', import.meta.url).pathname
-const catalog = new Catalog(await loadCatalogFile(catalogPath))
+const catalogFile = await readCatalogFile(catalogPath)
+const catalog = new Catalog(catalogFile.models, catalogFile.settings)
 const embedded = config.databaseUrl === null
 function lockDataDir() {
   try {
@@ -56,6 +61,13 @@ const keys = new ApiKeyCache(database.identities)
 keys.subscribeTo(changes)
 // Operators' retirements apply over the catalog file, now and whenever any instance changes them.
 await followRetirements(catalog, database.governance.operator, changes)
+// Operators' deployments join the file's; SIGHUP or an operator's request re-reads the file.
+await followDeployments(catalog, database.governance.deployments, changes)
+const catalogReload = followCatalogFile(catalog, catalogPath, changes)
+process.on('SIGHUP', () => void catalogReload.reload())
+const router = new Router()
+const probes = new HealthProbes(catalog, router, { check: probeDeployment })
+probes.start()
 const reconciler = config.reconcileIntervalS > 0 ? new PeriodicReconciler(admission, database.ledger, () => database.listBillingAccounts(), { intervalMs: config.reconcileIntervalS * 1000 }) : null
 reconciler?.start()
 // Mail is kept in the outbox table; delivered over SMTP when configured, printed otherwise.
@@ -64,6 +76,7 @@ const mailer = new OutboxMailer(database.governance.accounts, smtp)
 
 const app = buildApp({
   catalog,
+  router,
   providerFor: createProviderRegistry(),
   usage,
   admission,
@@ -104,6 +117,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true
   console.log(`${signal}: finishing requests in flight`)
   await server.stop(false)
+  await probes.stop()
   await mailer.idle()
   smtp?.close()
   await reconciler?.stop()

@@ -1,3 +1,11 @@
+/** When a deployment's circuit opens, and for how long. */
+export interface CircuitSettings {
+  /** Consecutive failed calls that open the circuit. */
+  failures: number
+  /** How long an open circuit refuses traffic before it lets one trial request through. */
+  cooldownMs: number
+}
+
 /** One upstream that can serve a catalog model. */
 export interface Deployment {
   id: string
@@ -8,11 +16,64 @@ export interface Deployment {
   upstreamModel: string
   region: string
   weight: number
+  /** Requests the router sends it at once, at most; null for no limit. */
+  maxConcurrent: number | null
   /** Name of the environment variable holding the upstream's API key; the secret itself is never stored. */
   apiKeyEnv: string | null
   timeouts: { connectMs: number; firstTokenMs: number; idleMs: number; totalMs: number }
+  circuit: CircuitSettings
   /** Pacing of the simulator provider. */
   simulator: { ttftMs: number; interTokenMs: number }
+}
+
+/** The deadlines of a deployment that names none. */
+export const defaultTimeouts: Deployment['timeouts'] = { connectMs: 5_000, firstTokenMs: 60_000, idleMs: 60_000, totalMs: 600_000 }
+
+/** Settings of the catalog file that hold for every deployment. */
+export interface RoutingSettings {
+  /** The circuit of deployments that set none of their own, stored deployments included. */
+  circuit: CircuitSettings
+  /** Mean time between two active health probes of an openai-compatible deployment; 0 turns them off. */
+  probeIntervalMs: number
+}
+
+export const defaultRoutingSettings: RoutingSettings = { circuit: { failures: 5, cooldownMs: 30_000 }, probeIntervalMs: 10_000 }
+
+/**
+ * A deployment an operator stored in the database (the operator API): it joins its model's
+ * deployments from the catalog file, with the file's catalog-wide circuit settings.
+ */
+export interface StoredDeployment {
+  id: string
+  modelId: string
+  provider: Deployment['provider']
+  baseUrl: string | null
+  upstreamModel: string
+  region: string
+  weight: number
+  maxConcurrent: number | null
+  timeouts: Deployment['timeouts']
+  apiKeyEnv: string | null
+  /** Unix seconds. */
+  createdAt: number
+}
+
+/**
+ * A deployment's base URL without trailing slashes. Throws unless it is an http(s) URL without
+ * credentials: an upstream's secret is named by `api_key_env`, never written into a URL that is
+ * stored, shown and logged.
+ */
+export function normalizeBaseUrl(text: string): string {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new Error('base_url must be an absolute http(s) URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`base_url must be an http or https URL; got a ${url.protocol} URL`)
+  if (url.username !== '' || url.password !== '') throw new Error('base_url must not carry credentials; name the environment variable holding the key in api_key_env')
+  if (url.search !== '' || url.hash !== '') throw new Error('base_url must not have a query or fragment')
+  return text.replace(/\/+$/, '')
 }
 
 /** A model of the catalog, with integer prices in micro-EGP per 1,000,000 tokens. */
@@ -64,21 +125,37 @@ export function retirementInstantMs(isoDate: string): number {
   return Date.parse(`${isoDate}T00:00:00Z`)
 }
 
+/** What the catalog file holds: its models with their deployments, and its routing settings. */
+export interface CatalogFileContents {
+  models: readonly CatalogModel[]
+  settings: RoutingSettings
+}
+
 /**
- * The catalog, indexed by model id: the models of the catalog file, with the operators' stored
- * retirements applied over them. A retirement dated in the future leaves the model live (showing its
- * shutdown date and replacement) and retires it from 00:00 UTC of that date: each lookup compares
- * the clock with the precomputed instant, so nothing has to run at midnight. The file's own
- * `retired` status is final (such a model may have no deployment left); stored retirements set the
- * date and replacement of every other model.
+ * The catalog, indexed by model id: the models of the catalog file, with the deployments and
+ * retirements operators stored in the database applied over them. A retirement dated in the future
+ * leaves the model live (showing its shutdown date and replacement) and retires it from 00:00 UTC of
+ * that date: each lookup compares the clock with the precomputed instant, so nothing has to run at
+ * midnight. The file's own `retired` status is final (such a model may have no deployment left);
+ * stored retirements set the date and replacement of every other model.
+ *
+ * A change (a reloaded file, stored deployments, retirements) replaces model objects and never
+ * mutates one: a request keeps the model it resolved, with its deployments, however the catalog
+ * changes while it runs.
  */
 export class Catalog {
-  private readonly fileModels: readonly CatalogModel[]
+  private file: CatalogFileContents
+  private retirements: readonly ModelRetirement[] = []
+  private stored: readonly StoredDeployment[] = []
   private entries: Map<string, CatalogEntry>
 
-  constructor(models: readonly CatalogModel[]) {
-    this.fileModels = models
-    this.entries = buildEntries(models, [])
+  constructor(models: readonly CatalogModel[], settings: RoutingSettings = defaultRoutingSettings) {
+    this.file = { models, settings }
+    this.entries = this.buildEntries()
+  }
+
+  get settings(): RoutingSettings {
+    return this.file.settings
   }
 
   /** Every model as it stands now, in the file's order. */
@@ -92,9 +169,25 @@ export class Catalog {
     return entry && viewAt(entry, Date.now())
   }
 
+  /** The deployments of the live models: what traffic may reach, and so what health probes watch. */
+  get liveDeployments(): Deployment[] {
+    return this.models.filter((model) => model.status === 'live').flatMap((model) => model.deployments)
+  }
+
+  /** The stored deployment with this id (one added through the operator API), if any. */
+  storedDeployment(id: string): StoredDeployment | undefined {
+    return this.stored.find((deployment) => deployment.id === id)
+  }
+
   /** Whether the catalog file itself retired the model: stored retirements do not apply to it. */
   isRetiredByFile(id: string): boolean {
-    return this.fileModels.some((model) => model.id === id && model.status === 'retired')
+    return this.file.models.some((model) => model.id === id && model.status === 'retired')
+  }
+
+  /** Replaces the catalog file's models and settings (a reload); stored changes apply over the new file. */
+  replaceFile(contents: CatalogFileContents): void {
+    this.file = contents
+    this.entries = this.buildEntries()
   }
 
   /**
@@ -102,22 +195,41 @@ export class Catalog {
    * they do not name return to the file's status. Names of models the file lacks are ignored.
    */
   applyRetirements(retirements: readonly ModelRetirement[]): void {
-    this.entries = buildEntries(this.fileModels, retirements)
+    this.retirements = retirements
+    this.entries = this.buildEntries()
   }
+
+  /**
+   * Replaces the stored deployments with `deployments` (every stored one): each joins the
+   * deployments of its model. Those of models the file lacks or retired are ignored.
+   */
+  applyDeployments(deployments: readonly StoredDeployment[]): void {
+    this.stored = deployments
+    this.entries = this.buildEntries()
+  }
+
+  private buildEntries(): Map<string, CatalogEntry> {
+    const retirements = new Map(this.retirements.map((retirement) => [retirement.modelId, retirement]))
+    const storedByModel = new Map<string, Deployment[]>()
+    for (const stored of this.stored) storedByModel.set(stored.modelId, [...(storedByModel.get(stored.modelId) ?? []), toDeployment(stored, this.file.settings)])
+    return new Map(
+      this.file.models.map((fileModel): [string, CatalogEntry] => {
+        const stored = fileModel.status === 'retired' ? undefined : storedByModel.get(fileModel.id)
+        const model = stored ? { ...fileModel, deployments: [...fileModel.deployments, ...stored] } : fileModel
+        const retirement = retirements.get(model.id)
+        if (!retirement || model.status === 'retired') return [model.id, { current: model, retiresAtMs: null, retired: null }]
+        const scheduled: CatalogModel = { ...model, retiresOn: retirement.retiresOn, replacement: retirement.replacement }
+        return [model.id, { current: scheduled, retiresAtMs: retirementInstantMs(retirement.retiresOn), retired: { ...scheduled, status: 'retired' } }]
+      }),
+    )
+  }
+}
+
+function toDeployment(stored: StoredDeployment, settings: RoutingSettings): Deployment {
+  const { modelId: _modelId, createdAt: _createdAt, ...deployment } = stored
+  return { ...deployment, circuit: settings.circuit, simulator: { ttftMs: 0, interTokenMs: 0 } }
 }
 
 function viewAt(entry: CatalogEntry, nowMs: number): CatalogModel {
   return entry.retiresAtMs !== null && nowMs >= entry.retiresAtMs ? entry.retired! : entry.current
-}
-
-function buildEntries(models: readonly CatalogModel[], retirements: readonly ModelRetirement[]): Map<string, CatalogEntry> {
-  const byModel = new Map(retirements.map((retirement) => [retirement.modelId, retirement]))
-  return new Map(
-    models.map((model): [string, CatalogEntry] => {
-      const retirement = byModel.get(model.id)
-      if (!retirement || model.status === 'retired') return [model.id, { current: model, retiresAtMs: null, retired: null }]
-      const scheduled: CatalogModel = { ...model, retiresOn: retirement.retiresOn, replacement: retirement.replacement }
-      return [model.id, { current: scheduled, retiresAtMs: retirementInstantMs(retirement.retiresOn), retired: { ...scheduled, status: 'retired' } }]
-    }),
-  )
 }

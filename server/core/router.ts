@@ -4,11 +4,10 @@ import type { Catalog, CatalogModel, Deployment } from './catalog'
 /** How a call on a deployment ended, as far as the deployment's health is concerned. */
 export type CallOutcome = 'success' | 'failure' | 'neutral'
 
+/** A deployment's circuit: closed (serving), open (refusing until its cooldown ends), half-open (one trial request running). */
+export type CircuitState = 'closed' | 'open' | 'half_open'
+
 export interface RouterOptions {
-  /** Consecutive upstream failures that open a deployment's circuit. */
-  failureThreshold?: number
-  /** How long an open circuit refuses traffic before it lets one probe request through. */
-  cooldownMs?: number
   now?: () => number
   random?: () => number
 }
@@ -16,8 +15,14 @@ export interface RouterOptions {
 interface DeploymentState {
   inFlight: number
   consecutiveFailures: number
-  /** When the circuit opened, or null while it is closed. */
+  /** When the circuit opened (or a failed health probe last confirmed it open), or null while it is closed. */
   openedAtMs: number | null
+  /**
+   * Whether a failed health probe opened the circuit, or kept it open: then the next probe that
+   * succeeds closes it. A circuit opened by failed calls closes only on a call that succeeds, since
+   * an upstream can answer its probe and still fail every call.
+   */
+  openedByProbe: boolean
   /** A half-open circuit lets one request through; this is it, while it runs. */
   probing: boolean
 }
@@ -35,36 +40,42 @@ export function isUpstreamFailure(error: unknown): boolean {
 
 /**
  * Chooses a deployment for each call and keeps each deployment's health: requests in flight and a
- * circuit breaker fed by passive failures. One per process; state lives in memory.
+ * circuit breaker fed by passive failures and active health probes. One per process; state lives in
+ * memory, by deployment id, so it outlives a catalog reload for every deployment that keeps its id
+ * (and calls still running on a replaced deployment object count against the same state).
  */
 export class Router {
-  private readonly states = new Map<Deployment, DeploymentState>()
-  private readonly failureThreshold: number
-  private readonly cooldownMs: number
+  private readonly states = new Map<string, DeploymentState>()
   private readonly now: () => number
   private readonly random: () => number
 
-  constructor(catalog: Catalog | null = null, options: RouterOptions = {}) {
-    this.failureThreshold = options.failureThreshold ?? 5
-    this.cooldownMs = options.cooldownMs ?? 30_000
+  constructor(options: RouterOptions = {}) {
     this.now = options.now ?? Date.now
     this.random = options.random ?? Math.random
-    for (const model of catalog?.models ?? []) for (const deployment of model.deployments) this.stateOf(deployment)
   }
 
   /**
-   * The deployment to call next: among those not excluded whose circuit lets traffic through (and,
-   * for an organization that requires data residency, in its region), the one with the fewest
-   * requests in flight for its weight, ties broken at random in proportion to weight.
+   * The deployment to call next: among those not excluded whose circuit lets traffic through and
+   * that have room under their `maxConcurrent` (and, for an organization that requires data
+   * residency, in its region), the one with the fewest requests in flight for its weight, ties
+   * broken at random in proportion to weight. 503 `no_healthy_backends` when no deployment is
+   * healthy; 503 `engine_unavailable` (retry in a second) when the healthy ones are all full.
    */
   pick(model: CatalogModel, exclude: ReadonlySet<string> = new Set(), requiredRegion: string | null = null): Deployment {
     const nowMs = this.now()
     let best: Deployment[] = []
     let bestLoad = Infinity
+    let full = 0
     for (const deployment of model.deployments) {
       if (requiredRegion !== null && deployment.region !== requiredRegion) continue
-      if (exclude.has(deployment.id) || deployment.weight <= 0 || !this.isAvailable(this.stateOf(deployment), nowMs)) continue
-      const load = this.stateOf(deployment).inFlight / deployment.weight
+      if (exclude.has(deployment.id) || deployment.weight <= 0) continue
+      const state = this.stateOf(deployment)
+      if (!this.isAvailable(state, deployment, nowMs)) continue
+      if (deployment.maxConcurrent !== null && state.inFlight >= deployment.maxConcurrent) {
+        full++
+        continue
+      }
+      const load = state.inFlight / deployment.weight
       if (load < bestLoad) {
         best = [deployment]
         bestLoad = load
@@ -72,14 +83,13 @@ export class Router {
         best.push(deployment)
       }
     }
-    if (best.length === 0) {
-      const where = requiredRegion === null ? '' : ` in region ${requiredRegion}, where your organization's data must stay,`
-      throw new GatewayError('no_healthy_backends', `The model '${model.id}' has no healthy deployment${where} right now. Retry or switch model.`)
-    }
-    return this.pickWeighted(best)
+    if (best.length > 0) return this.pickWeighted(best)
+    const where = requiredRegion === null ? '' : ` in region ${requiredRegion}, where your organization's data must stay,`
+    if (full > 0) throw new GatewayError('engine_unavailable', `Every deployment of the model '${model.id}'${where} is serving as many requests as it may. Retry in a second.`)
+    throw new GatewayError('no_healthy_backends', `The model '${model.id}' has no healthy deployment${where} right now. Retry or switch model.`)
   }
 
-  /** Counts a call as in flight; a call through a half-open circuit is its probe. */
+  /** Counts a call as in flight; a call through a half-open circuit is its trial. */
   acquire(deployment: Deployment): void {
     const state = this.stateOf(deployment)
     state.inFlight++
@@ -90,22 +100,48 @@ export class Router {
   release(deployment: Deployment, outcome: CallOutcome): void {
     const state = this.stateOf(deployment)
     state.inFlight = Math.max(0, state.inFlight - 1)
-    const wasProbe = state.probing && state.openedAtMs !== null
+    const wasTrial = state.probing && state.openedAtMs !== null
     if (outcome === 'success') {
-      state.consecutiveFailures = 0
-      state.openedAtMs = null
-      state.probing = false
+      this.close(state)
     } else if (outcome === 'failure') {
       state.consecutiveFailures++
-      if (wasProbe || state.consecutiveFailures >= this.failureThreshold) state.openedAtMs = this.now()
+      if (wasTrial || state.consecutiveFailures >= deployment.circuit.failures) {
+        state.openedAtMs = this.now()
+        state.openedByProbe = false
+      }
       state.probing = false
-    } else if (wasProbe) {
-      // The probe told nothing (the client left, or sent a bad request): let another one through.
+    } else if (wasTrial) {
+      // The trial told nothing (the client left, or sent a bad request): let another one through.
       state.probing = false
     }
   }
 
-  /** Whether the deployment's circuit is open (refusing traffic, or waiting on its probe). */
+  /**
+   * Feeds an active health probe's verdict to the circuit: a failed probe opens it (or keeps it
+   * open, restarting its cooldown, so no client request is spent on a deployment that fails its
+   * probes); a probe that succeeds closes a circuit that failed probes had opened or kept open.
+   * Returns the change it made, for the log.
+   */
+  recordProbe(deployment: Deployment, healthy: boolean): 'opened' | 'closed' | null {
+    const state = this.stateOf(deployment)
+    if (!healthy) {
+      const wasClosed = state.openedAtMs === null
+      state.openedAtMs = this.now()
+      state.openedByProbe = true
+      return wasClosed ? 'opened' : null
+    }
+    if (state.openedAtMs === null || !state.openedByProbe) return null
+    this.close(state)
+    return 'closed'
+  }
+
+  circuit(deployment: Deployment): CircuitState {
+    const state = this.stateOf(deployment)
+    if (state.openedAtMs === null) return 'closed'
+    return state.probing || this.now() - state.openedAtMs >= deployment.circuit.cooldownMs ? 'half_open' : 'open'
+  }
+
+  /** Whether the deployment's circuit is open (refusing traffic, or waiting on its trial). */
   isOpen(deployment: Deployment): boolean {
     return this.stateOf(deployment).openedAtMs !== null
   }
@@ -114,9 +150,16 @@ export class Router {
     return this.stateOf(deployment).inFlight
   }
 
-  private isAvailable(state: DeploymentState, nowMs: number): boolean {
+  private close(state: DeploymentState): void {
+    state.consecutiveFailures = 0
+    state.openedAtMs = null
+    state.openedByProbe = false
+    state.probing = false
+  }
+
+  private isAvailable(state: DeploymentState, deployment: Deployment, nowMs: number): boolean {
     if (state.openedAtMs === null) return true
-    return !state.probing && nowMs - state.openedAtMs >= this.cooldownMs
+    return !state.probing && nowMs - state.openedAtMs >= deployment.circuit.cooldownMs
   }
 
   private pickWeighted(deployments: Deployment[]): Deployment {
@@ -132,10 +175,10 @@ export class Router {
   }
 
   private stateOf(deployment: Deployment): DeploymentState {
-    let state = this.states.get(deployment)
+    let state = this.states.get(deployment.id)
     if (!state) {
-      state = { inFlight: 0, consecutiveFailures: 0, openedAtMs: null, probing: false }
-      this.states.set(deployment, state)
+      state = { inFlight: 0, consecutiveFailures: 0, openedAtMs: null, openedByProbe: false, probing: false }
+      this.states.set(deployment.id, state)
     }
     return state
   }
@@ -147,7 +190,7 @@ const defaultRouters = new WeakMap<Catalog, Router>()
 export function defaultRouter(catalog: Catalog): Router {
   let router = defaultRouters.get(catalog)
   if (!router) {
-    router = new Router(catalog)
+    router = new Router()
     defaultRouters.set(catalog, router)
   }
   return router

@@ -67,6 +67,18 @@ describe('RedisChangeBus on a real Redis', () => {
     expect(a.received).toEqual([{ kind: 'organization', orgId: 'org_1' }, { kind: 'model_retirements' }])
   })
 
+  test('carries the catalog changes that tell other instances to re-read deployments and the catalog file', async () => {
+    const channel = newChannel()
+    const a = await openBus(channel)
+    const b = await openBus(channel)
+
+    await a.bus.publish({ kind: 'deployments' })
+    await a.bus.publish({ kind: 'catalog_file' })
+    await waitFor(() => b.received.length === 2, { what: "B's deliveries" })
+
+    expect(b.received).toEqual([{ kind: 'deployments' }, { kind: 'catalog_file' }])
+  })
+
   test("an API key cache subscribed on B drops the organization's keys after A publishes", async () => {
     const channel = newChannel()
     const a = await openBus(channel)

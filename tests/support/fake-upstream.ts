@@ -1,5 +1,5 @@
 import type { ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
-import type { CatalogModel, Deployment } from '../../server/core/catalog'
+import { defaultRoutingSettings, type CatalogModel, type Deployment } from '../../server/core/catalog'
 import type { ProviderCall } from '../../server/core/ports'
 
 const encoder = new TextEncoder()
@@ -183,8 +183,10 @@ export function upstreamCall(
     upstreamModel: 'upstream-model',
     region: 'EG',
     weight: 1,
+    maxConcurrent: null,
     apiKeyEnv: options.apiKeyEnv ?? null,
     timeouts: { connectMs: 5_000, firstTokenMs: 5_000, idleMs: 5_000, totalMs: 10_000, ...options.timeouts },
+    circuit: defaultRoutingSettings.circuit,
     simulator: { ttftMs: 0, interTokenMs: 0 },
   }
   const model: CatalogModel = {

@@ -304,3 +304,36 @@ export const modelRetirements = pgTable('model_retirements', {
   replacement: text('replacement'),
   createdAt: createdAt(),
 })
+
+/**
+ * Upstream deployments added by operators; each joins its catalog model's deployments from the
+ * catalog file. The upstream's key is named by `api_key_env` and never stored.
+ */
+export const deployments = pgTable(
+  'deployments',
+  {
+    id: text('id').primaryKey(),
+    /** A catalog model id; not a foreign key, since the catalog lives in a file. */
+    modelId: text('model_id').notNull(),
+    provider: text('provider').$type<'simulator' | 'openai-compatible'>().notNull(),
+    /** Null for the simulator. */
+    baseUrl: text('base_url'),
+    upstreamModel: text('upstream_model').notNull(),
+    region: text('region').notNull(),
+    weight: integer('weight').notNull(),
+    /** Null for no limit. */
+    maxConcurrent: integer('max_concurrent'),
+    connectTimeoutMs: integer('connect_timeout_ms').notNull(),
+    firstTokenTimeoutMs: integer('first_token_timeout_ms').notNull(),
+    idleTimeoutMs: integer('idle_timeout_ms').notNull(),
+    totalTimeoutMs: integer('total_timeout_ms').notNull(),
+    apiKeyEnv: text('api_key_env'),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    index('deployments_model_id_idx').on(table.modelId),
+    check('deployments_provider_check', sql`${table.provider} in ('simulator', 'openai-compatible')`),
+    check('deployments_weight_check', sql`${table.weight} > 0`),
+    check('deployments_max_concurrent_check', sql`${table.maxConcurrent} > 0`),
+  ],
+)

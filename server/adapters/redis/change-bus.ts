@@ -1,4 +1,4 @@
-import { LocalChangeBus, type ChangeBus, type GovernanceChange } from '../../core/governance/changes'
+import { catalogChangeKinds, LocalChangeBus, type ChangeBus, type GovernanceChange } from '../../core/governance/changes'
 import { withDeadline, type RedisClient } from './client'
 
 export interface RedisChangeBusOptions {
@@ -18,7 +18,7 @@ interface ChangeMessage {
 function isGovernanceChange(value: unknown): value is GovernanceChange {
   const change = value as { kind?: unknown; orgId?: unknown } | null
   if (typeof change !== 'object' || change === null) return false
-  return (change.kind === 'organization' && typeof change.orgId === 'string') || change.kind === 'model_retirements'
+  return (change.kind === 'organization' && typeof change.orgId === 'string') || catalogChangeKinds.has(change.kind)
 }
 
 /**

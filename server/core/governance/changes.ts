@@ -4,6 +4,13 @@ export type GovernanceChange =
   | { kind: 'organization'; orgId: string }
   /** An operator retired a model or changed a retirement. */
   | { kind: 'model_retirements' }
+  /** An operator added or removed a stored deployment. */
+  | { kind: 'deployments' }
+  /** An operator asked every instance to re-read its catalog file. */
+  | { kind: 'catalog_file' }
+
+/** The changes that carry nothing but their kind: each says which stored part of the catalog to read again. */
+export const catalogChangeKinds: ReadonlySet<unknown> = new Set(['model_retirements', 'deployments', 'catalog_file'] satisfies GovernanceChange['kind'][])
 
 /**
  * Carries changes to every instance: in process when embedded, Redis pub/sub in production.

@@ -1,5 +1,6 @@
 import type { AccountStore } from './accounts'
 import type { AuditStore } from './audit'
+import type { DeploymentStore } from './deployments'
 import type { IdempotencyStore } from './idempotency'
 import type { OperatorStore } from './operator'
 import type { OrganizationStore } from './organizations'
@@ -12,10 +13,11 @@ export interface Governance {
   organizations: OrganizationStore
   projects: ProjectStore
   operator: OperatorStore
+  deployments: DeploymentStore
   audit: AuditStore
   idempotency: IdempotencyStore
   usage: UsageReportStore
 }
 
 export type GovernanceArea = keyof Governance
-export const governanceAreas = ['accounts', 'organizations', 'projects', 'operator', 'audit', 'idempotency', 'usage'] as const satisfies readonly GovernanceArea[]
+export const governanceAreas = ['accounts', 'organizations', 'projects', 'operator', 'deployments', 'audit', 'idempotency', 'usage'] as const satisfies readonly GovernanceArea[]

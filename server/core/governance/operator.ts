@@ -5,6 +5,7 @@ import type { AuditActor } from './audit'
 import type { ChangeBus } from './changes'
 import type { OrganizationRecord, PlanTier } from './organizations'
 import type { Page, PageQuery } from './pages'
+import { followStored } from './follow-stored'
 
 /** What an operator may change of an organization; absent fields stay as they are. */
 export interface OrganizationSettings {
@@ -103,34 +104,7 @@ export function checkAllowedModels(catalog: Catalog, modelIds: readonly string[]
   if (unknown !== -1) throw new GatewayError('invalid_request', `'${modelIds[unknown]}' is not a model of the catalog.`, `allowed_models[${unknown}]`)
 }
 
-/**
- * Keeps this gateway's catalog in step with the stored retirements: applies them now, again whenever
- * any instance announces a change, and every `refreshMs` in case an announcement was lost (the bus
- * was down). Reads that finish out of order never apply an older list over a newer one. Returns
- * how to stop.
- */
-export async function followRetirements(
-  catalog: Catalog,
-  store: Pick<OperatorStore, 'listRetirements'>,
-  changes: ChangeBus,
-  { refreshMs = 60_000 }: { refreshMs?: number } = {},
-): Promise<() => void> {
-  let latestRead = 0
-  const refresh = async () => {
-    const read = ++latestRead
-    const retirements = await store.listRetirements()
-    if (read === latestRead) catalog.applyRetirements(retirements)
-  }
-  const refreshLogged = () => refresh().catch((error: unknown) => console.error('re-reading the model retirements failed', error))
-  await refresh()
-  const unsubscribe = changes.subscribe((change) => {
-    if (change.kind === 'model_retirements') void refreshLogged()
-  })
-  // The timer alone never keeps the process alive.
-  const timer = setInterval(refreshLogged, refreshMs)
-  timer.unref()
-  return () => {
-    unsubscribe()
-    clearInterval(timer)
-  }
+/** Keeps this gateway's catalog in step with the stored retirements (see `followStored`). */
+export function followRetirements(catalog: Catalog, store: Pick<OperatorStore, 'listRetirements'>, changes: ChangeBus, options: { refreshMs?: number } = {}): Promise<() => void> {
+  return followStored({ kind: 'model_retirements', what: 'the model retirements', read: () => store.listRetirements(), apply: (retirements) => catalog.applyRetirements(retirements), changes, ...options })
 }

@@ -80,7 +80,7 @@ function userNotFound(userId: string): GatewayError {
 }
 
 /** A POST without any body reads as `{}`; a body that is there must be a JSON object. */
-function bodilessAsEmpty(context: { body: unknown; request: Request }): void {
+export function bodilessAsEmpty(context: { body: unknown; request: Request }): void {
   if (!(context.body instanceof BodyProblem)) return
   const length = context.request.headers.get('content-length')
   if (length === '0' || (length === null && context.request.body === null)) context.body = {}

@@ -3,7 +3,7 @@ import { GatewayError } from '@nilegate/shared/errors'
 import type { CatalogModel, Deployment } from '../../../server/core/catalog'
 import { isUpstreamFailure, Router } from '../../../server/core/router'
 
-function deployment(id: string, weight = 1): Deployment {
+function deployment(id: string, weight = 1, overrides: Partial<Deployment> = {}): Deployment {
   return {
     id,
     provider: 'simulator',
@@ -11,10 +11,18 @@ function deployment(id: string, weight = 1): Deployment {
     upstreamModel: 'm',
     region: 'EG',
     weight,
+    maxConcurrent: null,
     apiKeyEnv: null,
     timeouts: { connectMs: 1_000, firstTokenMs: 1_000, idleMs: 1_000, totalMs: 1_000 },
+    circuit: { failures: 5, cooldownMs: 30_000 },
     simulator: { ttftMs: 0, interTokenMs: 0 },
+    ...overrides,
   }
+}
+
+/** A deployment whose circuit opens after `failures` consecutive failures and cools down for `cooldownMs`. */
+function fragile(id: string, failures: number, cooldownMs = 30_000): Deployment {
+  return deployment(id, 1, { circuit: { failures, cooldownMs } })
 }
 
 function model(deployments: Deployment[]): CatalogModel {
@@ -120,8 +128,8 @@ describe('Router.pick', () => {
   })
 
   test('with nothing available, refuses with no_healthy_backends and Retry-After 30', () => {
-    const a = deployment('a')
-    const router = new Router(null, { failureThreshold: 1 })
+    const a = fragile('a', 1)
+    const router = new Router()
     failTimes(router, a, 1)
 
     const error = caught(() => router.pick(model([a])))
@@ -133,9 +141,9 @@ describe('Router.pick', () => {
 
 describe('Router circuit breaker', () => {
   test('opens after N consecutive failures and sends traffic elsewhere', () => {
-    const a = deployment('a')
+    const a = fragile('a', 3)
     const b = deployment('b')
-    const router = new Router(null, { failureThreshold: 3 })
+    const router = new Router()
 
     failTimes(router, a, 2)
     const stillClosed = router.isOpen(a)
@@ -147,8 +155,8 @@ describe('Router circuit breaker', () => {
   })
 
   test('a success resets the count of consecutive failures', () => {
-    const a = deployment('a')
-    const router = new Router(null, { failureThreshold: 3 })
+    const a = fragile('a', 3)
+    const router = new Router()
 
     failTimes(router, a, 2)
     router.acquire(a)
@@ -159,8 +167,8 @@ describe('Router circuit breaker', () => {
   })
 
   test("neutral outcomes (the client's own mistakes) do not count", () => {
-    const a = deployment('a')
-    const router = new Router(null, { failureThreshold: 1 })
+    const a = fragile('a', 1)
+    const router = new Router()
 
     router.acquire(a)
     router.release(a, 'neutral')
@@ -168,31 +176,31 @@ describe('Router circuit breaker', () => {
     expect(router.isOpen(a)).toBe(false)
   })
 
-  test('half-opens after the cooldown for one probe, and closes when it succeeds', () => {
+  test('half-opens after the cooldown for one trial request, and closes when it succeeds', () => {
     const time = clock()
-    const a = deployment('a')
-    const router = new Router(null, { failureThreshold: 2, cooldownMs: 10_000, now: time.now })
+    const a = fragile('a', 2, 10_000)
+    const router = new Router({ now: time.now })
     failTimes(router, a, 2)
 
     time.advance(9_999)
     const duringCooldown = caught(() => router.pick(model([a])))
     time.advance(1)
-    const probe = router.pick(model([a]))
-    router.acquire(probe)
+    const trial = router.pick(model([a]))
+    router.acquire(trial)
     const whileProbing = caught(() => router.pick(model([a])))
-    router.release(probe, 'success')
+    router.release(trial, 'success')
 
     expect((duringCooldown as GatewayError).code).toBe('no_healthy_backends')
-    expect(probe).toBe(a)
+    expect(trial).toBe(a)
     expect((whileProbing as GatewayError).code).toBe('no_healthy_backends')
     expect(router.isOpen(a)).toBe(false)
     expect(router.pick(model([a]))).toBe(a)
   })
 
-  test('a failed probe opens the circuit for another cooldown', () => {
+  test('a failed trial request opens the circuit for another cooldown', () => {
     const time = clock()
-    const a = deployment('a')
-    const router = new Router(null, { failureThreshold: 2, cooldownMs: 10_000, now: time.now })
+    const a = fragile('a', 2, 10_000)
+    const router = new Router({ now: time.now })
     failTimes(router, a, 2)
     time.advance(10_000)
 
@@ -204,6 +212,129 @@ describe('Router circuit breaker', () => {
 
     expect((stillOpen as GatewayError).code).toBe('no_healthy_backends')
     expect(router.pick(model([a]))).toBe(a)
+  })
+})
+
+describe('Router and max_concurrent', () => {
+  test('never sends a deployment more than its max_concurrent requests at once; a full one gets no traffic', () => {
+    const small = deployment('small', 100, { maxConcurrent: 2 })
+    const big = deployment('big', 1)
+    const router = new Router()
+
+    const picked = Array.from({ length: 10 }, () => {
+      const chosen = router.pick(model([small, big]))
+      router.acquire(chosen)
+      return chosen.id
+    })
+
+    expect(picked.filter((id) => id === 'small')).toHaveLength(2)
+    expect([router.inFlight(small), router.inFlight(big)]).toEqual([2, 8])
+  })
+
+  test('answers 503 engine_unavailable with Retry-After 1 when every healthy deployment is full, and serves again once one has room', () => {
+    const a = deployment('a', 1, { maxConcurrent: 1 })
+    const b = deployment('b', 1, { maxConcurrent: 1 })
+    const router = new Router()
+    router.acquire(router.pick(model([a, b])))
+    router.acquire(router.pick(model([a, b])))
+
+    const error = caught(() => router.pick(model([a, b]))) as GatewayError
+    router.release(a, 'success')
+
+    expect({ code: error.code, status: error.status, retryAfterS: error.retryAfterS }).toEqual({ code: 'engine_unavailable', status: 503, retryAfterS: 1 })
+    expect(router.pick(model([a, b]))).toBe(a)
+  })
+
+  test('a full deployment next to a broken one is still engine_unavailable; broken alone is no_healthy_backends', () => {
+    const full = deployment('full', 1, { maxConcurrent: 1 })
+    const broken = fragile('broken', 1)
+    const router = new Router()
+    failTimes(router, broken, 1)
+    router.acquire(full)
+
+    expect((caught(() => router.pick(model([full, broken]))) as GatewayError).code).toBe('engine_unavailable')
+    expect((caught(() => router.pick(model([broken]))) as GatewayError).code).toBe('no_healthy_backends')
+  })
+})
+
+describe('Router health by deployment id', () => {
+  test("each deployment's circuit follows its own settings", () => {
+    const time = clock()
+    const touchy = fragile('touchy', 1, 1_000)
+    const sturdy = fragile('sturdy', 3, 60_000)
+    const router = new Router({ now: time.now })
+
+    failTimes(router, touchy, 1)
+    failTimes(router, sturdy, 3)
+    time.advance(1_000)
+
+    expect([router.circuit(touchy), router.circuit(sturdy)]).toEqual(['half_open', 'open'])
+  })
+
+  test('a new object for the same deployment id (a reloaded catalog) keeps its health and its requests in flight', () => {
+    const before = fragile('a', 1)
+    const router = new Router()
+    router.acquire(before)
+    failTimes(router, before, 1)
+    const reloaded = { ...before, weight: 5 }
+
+    const inFlightAfterReload = router.inFlight(reloaded)
+    router.release(before, 'neutral')
+
+    expect([router.isOpen(reloaded), inFlightAfterReload, router.inFlight(reloaded)]).toEqual([true, 1, 0])
+  })
+})
+
+describe('Router.recordProbe', () => {
+  test('a failed probe opens the circuit at once; the next probe that succeeds closes it', () => {
+    const a = deployment('a')
+    const b = deployment('b')
+    const router = new Router()
+
+    const opened = router.recordProbe(a, false)
+    const picks = new Set(Array.from({ length: 20 }, () => router.pick(model([a, b])).id))
+    const closed = router.recordProbe(a, true)
+
+    expect([opened, closed]).toEqual(['opened', 'closed'])
+    expect(picks).toEqual(new Set(['b']))
+    expect(router.isOpen(a)).toBe(false)
+  })
+
+  test('failed probes keep restarting the cooldown, so no request is tried on a deployment that fails them', () => {
+    const time = clock()
+    const a = fragile('a', 1, 10_000)
+    const router = new Router({ now: time.now })
+    failTimes(router, a, 1)
+
+    time.advance(8_000)
+    const again = router.recordProbe(a, false)
+    time.advance(8_000)
+
+    expect(again).toBeNull()
+    expect((caught(() => router.pick(model([a]))) as GatewayError).code).toBe('no_healthy_backends')
+  })
+
+  test('a probe that succeeds leaves a circuit that failed calls opened to its trial request', () => {
+    const a = fragile('a', 1)
+    const router = new Router()
+    failTimes(router, a, 1)
+
+    const change = router.recordProbe(a, true)
+
+    expect(change).toBeNull()
+    expect(router.isOpen(a)).toBe(true)
+  })
+
+  test('a circuit opened by calls and then confirmed by a failed probe closes when a probe succeeds', () => {
+    const a = fragile('a', 1)
+    const router = new Router()
+    failTimes(router, a, 1)
+    router.recordProbe(a, false)
+
+    const change = router.recordProbe(a, true)
+
+    expect(change).toBe('closed')
+    expect(router.circuit(a)).toBe('closed')
   })
 })
 

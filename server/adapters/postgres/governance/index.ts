@@ -2,6 +2,7 @@ import type { Governance } from '../../../core/governance'
 import type { Drizzle } from '../drizzle'
 import { createAccountRepository } from './accounts'
 import { createAuditRepository } from './audit'
+import { createDeploymentRepository } from './deployments'
 import { createIdempotencyRepository } from './idempotency'
 import { createOperatorRepository } from './operator'
 import { createOrganizationRepository } from './organizations'
@@ -15,6 +16,7 @@ export function createGovernance(db: Drizzle): Governance {
     organizations: createOrganizationRepository(db),
     projects: createProjectRepository(db),
     operator: createOperatorRepository(db),
+    deployments: createDeploymentRepository(db),
     audit: createAuditRepository(db),
     idempotency: createIdempotencyRepository(db),
     usage: createUsageReportRepository(db),

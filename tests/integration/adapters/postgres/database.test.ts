@@ -34,8 +34,8 @@ describeEachDatabase('openDatabase', (context) => {
 
     expect(await countAppliedMigrations(db)).toBe(migrationCount)
     expect(await countPublicTables(db)).toBe(tablesBefore)
-    // 7 of the inference core, 7 of governance (migration 0001).
-    expect(tablesBefore).toBe(14)
+    // 7 of the inference core, 7 of governance (migration 0001), deployments (0002).
+    expect(tablesBefore).toBe(15)
   })
 
   if (context.kind === 'postgres') {
