@@ -3,10 +3,13 @@ import type { ApiKeyCache } from '../core/authenticate'
 import { EdgeLimiter } from '../core/edge-limiter'
 import { KeyUseDenialRecorder } from '../core/key-use-denials'
 import type { InferenceDeps } from '../core/inference'
+import { defaultRouter } from '../core/router'
 import type { ManagementDeps } from './management'
+import { openApiRouteTable, openApiRoutes } from './openapi'
 import { errorHandler, type RouteTable } from './plugins/error-handler'
 import { BodyBudget, defaultBodyLimitBytes, inferenceBodyLimitBytes, readJsonBody } from './request-body'
 import { adminRouteTable, adminRoutes } from './routes/admin'
+import { adminDeploymentRouteTable, adminDeploymentRoutes } from './routes/admin-deployments'
 import { auditLogRouteTable, auditLogRoutes } from './routes/audit-logs'
 import { authRouteTable, authRoutes } from './routes/auth'
 import { changelogRouteTable, changelogRoutes } from './routes/changelog'
@@ -37,6 +40,8 @@ const routeTable: RouteTable = [
   ...auditLogRouteTable,
   ...usageRouteTable,
   ...adminRouteTable,
+  ...adminDeploymentRouteTable,
+  ...openApiRouteTable,
 ]
 
 const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings'])
@@ -61,7 +66,7 @@ export function buildApp(deps: AppDeps) {
     trustedProxies: deps.management.trustedProxies,
     denials: new KeyUseDenialRecorder(deps.management.governance.projects, { log: deps.log }),
   }
-  return new Elysia({ name: 'nilegate', normalize: false })
+  const app = new Elysia({ name: 'nilegate', normalize: false })
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = newRequestId()
       set.headers['access-control-allow-origin'] = '*'
@@ -85,6 +90,8 @@ export function buildApp(deps: AppDeps) {
     .use(auditLogRoutes(deps.management))
     .use(usageRoutes(deps.management))
     .use(adminRoutes(deps.management))
+    .use(adminDeploymentRoutes(deps.management, deps.router ?? defaultRouter(deps.catalog)))
+  return app.use(openApiRoutes(() => app.routes, { publicBaseUrl: deps.management.publicBaseUrl }))
 }
 
 export type App = ReturnType<typeof buildApp>

@@ -25,7 +25,8 @@ export function trimmedName(name: string): string {
 
 /** The OpenAI list shape of one page. */
 export function listObject<T extends { id: string }>(page: Pick<Page<unknown>, 'hasMore'>, data: T[]) {
-  return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore }
+  const edge = (item: T | undefined): string | null => item?.id ?? null
+  return { object: 'list' as const, data, first_id: edge(data[0]), last_id: edge(data.at(-1)), has_more: page.hasMore }
 }
 
 /**

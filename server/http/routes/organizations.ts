@@ -1,4 +1,5 @@
 import { Elysia, t } from 'elysia'
+import { literalUnion } from '@nilegate/shared/schemas/common'
 import { GatewayError } from '@nilegate/shared/errors'
 import { hashApiKey } from '../../core/api-keys'
 import { generateSecretToken, normalizeEmail } from '../../core/governance/accounts'
@@ -67,9 +68,7 @@ function inviteObject(invite: InviteRecord, nowMs: number) {
 }
 
 const OrganizationName = t.String({ minLength: 1, maxLength: 200, pattern: '\\S', error: 'must be 1 to 200 characters, not only spaces' })
-// Literals, not t.UnionEnum: Elysia fills a missing UnionEnum field with its first value, which here
-// would make an invite or a role change without `role` an owner's.
-const Role = t.Union(membershipRoles.map((role) => t.Literal(role)), { error: `must be one of ${membershipRoles.join(', ')}` })
+const Role = literalUnion(membershipRoles, { error: `must be one of ${membershipRoles.join(', ')}` })
 const CreateOrganization = t.Object({ name: OrganizationName }, { additionalProperties: false })
 const UpdateOrganization = t.Object({ name: t.Optional(OrganizationName), billing_time_zone: t.Optional(t.String()) }, { additionalProperties: false })
 const UpdateMember = t.Object({ role: Role }, { additionalProperties: false })

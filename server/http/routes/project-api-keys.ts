@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import { GatewayError } from '@nilegate/shared/errors'
-import { nullable } from '@nilegate/shared/schemas/common'
+import { literalUnion, nullable } from '@nilegate/shared/schemas/common'
 import { generateApiKey } from '../../core/api-keys'
 import { keyScopes } from '../../core/authenticate'
 import { parseCidr } from '../../core/client-ip'
@@ -47,7 +47,7 @@ const keyFields = {
   rpm_limit: RpmField,
   monthly_spend_cap_egp: SpendCapField,
   ip_allow_list: t.Optional(t.Array(t.String({ error: 'must be an IP address or CIDR' }), { maxItems: 100, error: 'must be an array of at most 100 IP addresses or CIDRs' })),
-  scopes: t.Optional(t.Array(t.Union(keyScopes.map((scope) => t.Literal(scope)), { error: scopeError }), { minItems: 1, error: scopeError })),
+  scopes: t.Optional(t.Array(literalUnion(keyScopes, { error: scopeError }), { minItems: 1, error: scopeError })),
 }
 const CreateApiKey = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), ...keyFields }, { additionalProperties: false })
 const ModifyApiKey = t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 200 })), ...keyFields }, { additionalProperties: false })

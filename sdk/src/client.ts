@@ -1,0 +1,68 @@
+import { gatewayApi } from './api'
+import { Auth } from './resources/auth'
+import { ChatCompletions } from './resources/chat'
+import { Embeddings } from './resources/embeddings'
+import { Models } from './resources/models'
+import { OrganizationResource } from './resources/organization'
+import { Invitations, Organizations } from './resources/organizations'
+import { createTransport, type FetchLike } from './transport'
+
+/** How to reach the gateway and as whom. */
+export interface NilegateOptions {
+  /** The gateway's base URL as it prints it, such as `http://127.0.0.1:8080/v1`. */
+  baseURL: string
+  /** An API key (`sk-...`) for inference: chat completions, embeddings, models. */
+  apiKey?: string
+  /** A session's access token (`ngs_...`) for the management API; `auth.login()` sets it. */
+  accessToken?: string
+  /** The organization management calls act on (`OpenAI-Organization`); the user's first by default. */
+  organization?: string
+  /** The project management calls are narrowed to (`OpenAI-Project`). */
+  project?: string
+  /** Retries after the first attempt on 429, 500, 503, broken connections and timeouts. */
+  maxRetries?: number
+  /** Milliseconds per attempt: until a JSON answer is read in full, or a stream's headers arrive. */
+  timeout?: number
+  /** The `fetch` to send with; the platform's by default. */
+  fetch?: FetchLike
+}
+
+/** The nilegate client: inference with an API key, management with a session. */
+export class Nilegate {
+  /** Sent on inference routes. */
+  apiKey: string | null
+  /** Sent on management routes; set by `auth.login()`, cleared by `auth.logout()`. */
+  accessToken: string | null
+  readonly chat: { readonly completions: ChatCompletions }
+  readonly embeddings: Embeddings
+  readonly models: Models
+  readonly auth: Auth
+  /** The organizations the signed-in user belongs to. */
+  readonly organizations: Organizations
+  /** The organization the client acts on, and everything in it. */
+  readonly organization: OrganizationResource
+  readonly invites: Invitations
+
+  constructor(options: NilegateOptions) {
+    this.apiKey = options.apiKey ?? null
+    this.accessToken = options.accessToken ?? null
+    const send = options.fetch ?? ((input, init) => fetch(input, init))
+    const transport = createTransport({ fetch: send, maxRetries: options.maxRetries ?? 2, timeoutMs: options.timeout ?? 60_000 })
+    // Eden names routes from /v1 on, so it gets the base URL without it.
+    const origin = options.baseURL.replace(/\/+$/, '').replace(/\/v1$/, '')
+    const scope: Record<string, string> = {}
+    if (options.organization) scope['openai-organization'] = options.organization
+    if (options.project) scope['openai-project'] = options.project
+    const bearer = (token: string | null): Record<string, string> => (token ? { ...scope, authorization: `Bearer ${token}` } : scope)
+    const inference = gatewayApi(origin, transport, () => bearer(this.apiKey))
+    const management = gatewayApi(origin, transport, () => bearer(this.accessToken))
+
+    this.chat = { completions: new ChatCompletions(inference) }
+    this.embeddings = new Embeddings(inference)
+    this.models = new Models(inference)
+    this.auth = new Auth(management, this)
+    this.organizations = new Organizations(management)
+    this.organization = new OrganizationResource(management)
+    this.invites = new Invitations(management)
+  }
+}

@@ -1,0 +1,54 @@
+import { callOptions, unwrap, type BodyOf, type DataOf, type GatewayApi, type RequestOptions, type Routes } from '../api'
+
+type AuthRoutes = Routes['auth']
+
+/** A new session from logging in: `access_token` goes in `Authorization: Bearer` on management routes. */
+export type Session = DataOf<AuthRoutes['login']['post']>
+/** The signed-in user with their organizations and roles. */
+export type Me = DataOf<AuthRoutes['me']['get']>
+/** A user account as the API shows it. */
+export type User = DataOf<AuthRoutes['signup']['post']>
+export type LoginParams = BodyOf<AuthRoutes['login']['post']>
+export type SignupParams = BodyOf<AuthRoutes['signup']['post']>
+
+/** Where the client keeps the session it acts with. */
+export interface SessionHolder {
+  accessToken: string | null
+}
+
+/** Accounts and sessions under /v1/auth. */
+export class Auth {
+  constructor(
+    private readonly api: GatewayApi,
+    private readonly holder: SessionHolder,
+  ) {}
+
+  /** Creates an account; the gateway mails a verification token (or prints it, without SMTP). */
+  signup(params: SignupParams, options?: RequestOptions): Promise<User> {
+    return unwrap(this.api.v1.auth.signup.post(params, callOptions(options)))
+  }
+
+  /** Confirms an e-mail address with the token that was mailed. */
+  verifyEmail(params: { token: string }, options?: RequestOptions): Promise<User> {
+    return unwrap(this.api.v1.auth.verify_email.post(params, callOptions(options)))
+  }
+
+  /** Logs in; the client then acts with the new session on management routes. */
+  async login(params: LoginParams, options?: RequestOptions): Promise<Session> {
+    const session = await unwrap(this.api.v1.auth.login.post(params, callOptions(options)))
+    this.holder.accessToken = session.access_token
+    return session
+  }
+
+  /** Ends the client's session; its access token stops working everywhere. */
+  async logout(options?: RequestOptions): Promise<DataOf<AuthRoutes['logout']['post']>> {
+    const revoked = await unwrap(this.api.v1.auth.logout.post(undefined, callOptions(options)))
+    this.holder.accessToken = null
+    return revoked
+  }
+
+  /** The signed-in user and their memberships. */
+  me(options?: RequestOptions): Promise<Me> {
+    return unwrap(this.api.v1.auth.me.get(callOptions(options)))
+  }
+}

@@ -1,0 +1,54 @@
+import { literalUnion } from '@nilegate/shared/schemas/common'
+import { t } from 'elysia'
+import { membershipRoles } from '../../../core/governance/roles'
+import { deletedObject, listOf, orNull, unixSeconds } from './fields'
+
+/** A membership role. */
+export const Role = literalUnion(membershipRoles)
+
+/** A user account. */
+export const User = t.Object({
+  object: t.Literal('user'),
+  id: t.String(),
+  email: t.String(),
+  name: orNull(t.String()),
+  email_verified: t.Boolean(),
+  created_at: unixSeconds(),
+})
+
+/** The signed-in user with the organizations they belong to. */
+export const CurrentUser = t.Object({
+  ...User.properties,
+  memberships: t.Array(t.Object({ organization_id: t.String(), organization_name: t.String(), role: Role })),
+})
+
+/** A new session: `access_token` (ngs_...) goes in `Authorization: Bearer` of management requests. */
+export const LoginSession = t.Object({
+  object: t.Literal('session'),
+  id: t.String(),
+  access_token: t.String({ description: 'The session token, shown once.' }),
+  token_type: t.Literal('bearer'),
+  expires_at: unixSeconds(),
+  user: User,
+})
+
+/** An active session of the signed-in user. */
+export const Session = t.Object({
+  object: t.Literal('session'),
+  id: t.String(),
+  ip_address: orNull(t.String()),
+  user_agent: orNull(t.String()),
+  created_at: unixSeconds(),
+  expires_at: unixSeconds(),
+  current: t.Boolean({ description: 'Whether this is the session making the request.' }),
+})
+
+export const SessionList = listOf(Session)
+
+/** A session that has ended. */
+export const SessionRevoked = t.Object({ object: t.Literal('session.revoked'), id: t.String(), revoked: t.Boolean() })
+
+/** A verification mail on its way. */
+export const EmailVerification = t.Object({ object: t.Literal('email_verification'), email: t.String(), expires_at: unixSeconds() })
+
+export const UserDeleted = deletedObject('user.deleted')

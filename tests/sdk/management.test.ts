@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Nilegate, NilegateError, type Project } from '../../sdk/src'
+import { rejectionOf } from '../e2e/sdk-client'
+import { openTestDatabase, slowHookTimeoutMs, type TestDatabase } from '../support/databases'
+import { managementApp, type SignedInUser } from '../support/management-app'
+
+describe('the management API through the SDK', () => {
+  let database: TestDatabase
+  let gateway: Awaited<ReturnType<typeof managementApp>>
+  let owner: SignedInUser
+  let orgId: string
+
+  beforeAll(async () => {
+    database = await openTestDatabase('pglite')
+    gateway = await managementApp(database.db)
+    owner = await gateway.signUp()
+    orgId = await gateway.createOrganization(owner)
+  }, slowHookTimeoutMs)
+
+  afterAll(() => database?.dispose())
+
+  /** A client of the in-process app; `fetch` may stand in front of it. */
+  const client = (options: { accessToken?: string; organization?: string; fetch?: (request: Request) => Promise<Response> } = {}) => {
+    const send = options.fetch ?? ((request: Request) => gateway.app.handle(request))
+    return new Nilegate({ baseURL: 'http://localhost/v1', accessToken: options.accessToken ?? owner.token, organization: options.organization, fetch: (input, init) => send(new Request(input, init)) })
+  }
+
+  test('logs in, acts with the new session and logs out, after which the session is refused', async () => {
+    const ng = client({ accessToken: '' })
+
+    const session = await ng.auth.login({ email: owner.email, password: owner.password })
+    const me = await ng.auth.me()
+    await ng.auth.logout()
+    const refused = await rejectionOf(client({ accessToken: session.access_token }).auth.me())
+
+    expect(session).toMatchObject({ object: 'session', token_type: 'bearer', user: { email: owner.email } })
+    expect(me.memberships).toEqual([expect.objectContaining({ organization_id: orgId, role: 'owner' })])
+    expect(ng.accessToken).toBeNull()
+    expect(refused).toBeInstanceOf(NilegateError)
+    expect(refused).toMatchObject({ status: 401, code: 'token_revoked', type: 'authentication_error' })
+  })
+
+  test('lists every project along the after cursor, or one page', async () => {
+    const ng = client()
+    const created: Project[] = []
+    for (const name of ['alpha', 'beta', 'gamma']) created.push(await ng.organization.projects.create({ name, monthly_spend_cap_egp: '25' }))
+
+    const listed: Project[] = []
+    for await (const project of ng.organization.projects.list({ limit: 2 })) listed.push(project)
+    const first = await ng.organization.projects.page({ limit: 2 })
+    const second = await ng.organization.projects.page({ limit: 2, after: first.last_id! })
+
+    expect(listed.map((project) => project.id).sort()).toEqual(created.map((project) => project.id).sort())
+    expect(first).toMatchObject({ object: 'list', has_more: true })
+    expect([...first.data, ...second.data]).toEqual(listed)
+    expect(second.has_more).toBe(false)
+  })
+
+  test('creates, lists, changes and revokes the API keys of a project', async () => {
+    const ng = client()
+    const project = await ng.organization.projects.create({ name: 'keys' })
+    const keys = ng.organization.projects.apiKeys(project.id)
+
+    const created = await keys.create({ name: 'server', rpm_limit: 600, ip_allow_list: ['203.0.113.0/24'] })
+    const updated = await keys.update(created.id, { rpm_limit: 60 })
+    const listed = await Array.fromAsync(keys.list())
+    await keys.revoke(created.id)
+    const revoked = await keys.retrieve(created.id)
+
+    expect(created.value).toStartWith('sk-')
+    expect(updated).toMatchObject({ id: created.id, rpm_limit: 60, ip_allow_list: ['203.0.113.0/24'] })
+    expect(listed.map((key) => key.id)).toEqual([created.id])
+    expect(revoked.status).toBe('revoked')
+  })
+
+  test('a POST whose answer was lost is retried with its Idempotency-Key and happens once', async () => {
+    let lost = false
+    const ng = client({
+      fetch: async (request) => {
+        const answer = await gateway.app.handle(request)
+        if (request.method === 'POST' && !lost) {
+          lost = true
+          throw new TypeError('the connection was reset')
+        }
+        return answer
+      },
+    })
+
+    const project = await ng.organization.projects.create({ name: 'exactly once' })
+
+    const named = (await Array.fromAsync(ng.organization.projects.list())).filter((candidate) => candidate.name === 'exactly once')
+    expect(named).toEqual([project])
+  })
+
+  test('members, invites, usage, balance and the audit trail', async () => {
+    const ng = client()
+
+    const invite = await ng.organization.invites.create({ email: 'new.member@example.test', role: 'member' })
+    const invites = await Array.fromAsync(ng.organization.invites.list())
+    const users = await Array.fromAsync(ng.organization.users.list())
+    const usage = await ng.organization.usage.page({ start_time: Math.floor(Date.now() / 1000) - 86_400, group_by: ['model'] })
+    const balance = await ng.organization.balance.retrieve()
+    const created = await Array.fromAsync(ng.organization.auditLogs.list({ actions: ['invite.created'], limit: 1 }))
+
+    expect(invites.map((item) => item.id)).toContain(invite.id)
+    expect(users).toEqual([expect.objectContaining({ id: owner.user.id, role: 'owner' })])
+    expect(usage).toMatchObject({ object: 'page', has_more: false })
+    expect(balance).toMatchObject({ object: 'organization.balance', organization_id: orgId })
+    expect(created.map((record) => record.target.id)).toEqual([invite.id])
+  })
+
+  test('refusals are NilegateErrors with their catalog codes', async () => {
+    const reader = await gateway.addMember(orgId, 'reader')
+
+    const denied = await rejectionOf(client({ accessToken: reader.token }).organization.projects.create({ name: 'not mine' }))
+    const elsewhere = await rejectionOf(client({ organization: 'org_elsewhere' }).organization.retrieve())
+
+    expect(denied).toMatchObject({ status: 403, code: 'permission_denied', type: 'permission_denied' })
+    expect(elsewhere).toMatchObject({ status: 401, code: 'not_a_member' })
+  })
+})
