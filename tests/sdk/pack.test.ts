@@ -56,6 +56,11 @@ describe('the packed @nilegate/sdk in a Node project', () => {
     expect(installed.packedFiles).toEqual(['README.md', 'dist/index.d.ts', 'dist/index.js', 'package.json'])
   })
 
+  test('runs on web APIs alone: the built file names no Bun, Node or process API', async () => {
+    const built = await Bun.file(`${installed.projectDir}/node_modules/@nilegate/sdk/dist/index.js`).text()
+    expect(built.match(/\bBun\.|["']node:|\bprocess\.|\brequire\(|\bBuffer\b/g)).toBeNull()
+  })
+
   test('type-checks a consumer with tsc, rejecting a wrong role and a misspelt error code', async () => {
     await run([`${installed.projectDir}/node_modules/.bin/tsc`, '-p', '.'], installed.projectDir)
   })
