@@ -4,9 +4,9 @@
  * stalls this thread instead of every response of the gateway.
  */
 import { governanceAreas, type GovernanceArea } from '../../core/governance'
-import type { UsageEvent } from '../../core/ports'
 import { serializeError, type SerializedError } from './cross-thread-error'
 import { openDatabase, type Database, type DemoTenantOptions } from './database'
+import { insertUsageRows } from './usage-repository'
 
 // Bun runs this file as a Web Worker; `self` is the worker's global scope.
 declare var self: Worker
@@ -38,7 +38,8 @@ const operations = {
     database = await openDatabase({ databaseUrl: null, dataDir })
   },
   findApiKeyByHash: (hashHex: string) => opened().identities.findApiKeyByHash(hashHex),
-  insertUsageEvents: (events: UsageEvent[]) => opened().usage.insertUsageEvents(events),
+  /** A batch as `usageRowsJson` text (see usage-repository.ts). */
+  insertUsageRows: (rows: string) => insertUsageRows(opened().drizzle, rows),
   readCounters: (orgId: string, month: string, timeZone: string) => opened().ledger.readCounters(orgId, month, timeZone),
   createDemoTenant: (options?: DemoTenantOptions) => opened().createDemoTenant(options),
   seedDemoIfEmpty: (options?: DemoTenantOptions) => opened().seedDemoIfEmpty(options),
