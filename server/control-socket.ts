@@ -1,6 +1,7 @@
 import { chmodSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { DemoTenant, DemoTenantOptions } from './adapters/postgres/demo-tenant'
+import type { OperatorChange } from './core/governance/operator'
 
 /**
  * A small JSON API on a unix socket in the data directory, through which the CLI asks a running
@@ -12,6 +13,7 @@ export interface ControlHandlers {
   /** The gateway's public base URL, reported to the CLI with each answer. */
   baseUrl?: string
   createDemo(options: DemoTenantOptions): Promise<DemoTenant>
+  setOperator(email: string, grant: boolean): Promise<OperatorChange>
 }
 
 export interface ControlSocket {
@@ -21,7 +23,7 @@ export interface ControlSocket {
 }
 
 /** A request the CLI sends; one variant per command. */
-export type ControlRequest = { command: 'demo'; balanceMicros: bigint | null; rpmLimit: number | null }
+export type ControlRequest = { command: 'demo'; balanceMicros: bigint | null; rpmLimit: number | null } | { command: 'operator'; email: string; grant: boolean }
 
 /** The answer to a ControlRequest. */
 export interface ControlReply {
@@ -67,10 +69,10 @@ export function startControlSocket(dataDir: string, handlers: ControlHandlers): 
 }
 
 /**
- * Sends `request` to the gateway serving `dataDir`. Resolves null when no gateway listens there;
- * throws ControlSocketError when one answers with an error or not in time.
+ * Sends `request` to the gateway serving `dataDir` and returns its JSON answer. Resolves null when
+ * no gateway listens there; throws ControlSocketError when one answers with an error or not in time.
  */
-export async function callControlSocket(dataDir: string, request: ControlRequest, timeoutMs = defaultCallTimeoutMs): Promise<ControlReply | null> {
+async function send(dataDir: string, request: ControlRequest, timeoutMs: number): Promise<Record<string, unknown> | null> {
   let response: Response
   try {
     response = await fetch('http://localhost/', {
@@ -87,9 +89,21 @@ export async function callControlSocket(dataDir: string, request: ControlRequest
     if ((error as Error).name === 'TimeoutError') throw new ControlSocketError(`the gateway did not answer within ${timeoutMs} ms`)
     throw error
   }
-  const body = (await response.json()) as { error?: string; baseUrl: string | null; demo: Omit<DemoTenant, 'balanceMicros'> & { balanceMicros: string } }
-  if (!response.ok) throw new ControlSocketError(body.error ?? `the gateway answered ${response.status}`)
-  return { baseUrl: body.baseUrl, demo: { ...body.demo, balanceMicros: BigInt(body.demo.balanceMicros) } }
+  const body = (await response.json()) as Record<string, unknown>
+  if (!response.ok) throw new ControlSocketError(typeof body.error === 'string' ? body.error : `the gateway answered ${response.status}`)
+  return body
+}
+
+/** Asks the gateway serving `dataDir` for a demo tenant; null when no gateway listens there. */
+export async function callControlSocket(dataDir: string, request: Extract<ControlRequest, { command: 'demo' }>, timeoutMs = defaultCallTimeoutMs): Promise<ControlReply | null> {
+  const body = (await send(dataDir, request, timeoutMs)) as { baseUrl: string | null; demo: Omit<DemoTenant, 'balanceMicros'> & { balanceMicros: string } } | null
+  return body && { baseUrl: body.baseUrl, demo: { ...body.demo, balanceMicros: BigInt(body.demo.balanceMicros) } }
+}
+
+/** Asks the gateway serving `dataDir` to grant or revoke the operator flag; `{ change }`, or null when no gateway listens there. */
+export async function callOperatorControl(dataDir: string, email: string, grant: boolean, timeoutMs = defaultCallTimeoutMs): Promise<{ change: OperatorChange } | null> {
+  const body = await send(dataDir, { command: 'operator', email, grant }, timeoutMs)
+  return body && { change: body.change as OperatorChange }
 }
 
 async function answer(request: Request, handlers: ControlHandlers): Promise<Response> {
@@ -107,6 +121,11 @@ async function answer(request: Request, handlers: ControlHandlers): Promise<Resp
         const demo = await handlers.createDemo(options)
         return { baseUrl: handlers.baseUrl ?? null, demo: { ...demo, balanceMicros: demo.balanceMicros.toString() } }
       })
+    }
+    case 'operator': {
+      const { email, grant } = body
+      if (typeof email !== 'string' || typeof grant !== 'boolean') return Response.json({ error: 'operator takes an email string and a grant boolean' }, { status: 400 })
+      return run(async () => ({ change: await handlers.setOperator(email, grant) }))
     }
     default:
       return Response.json({ error: `unknown command ${JSON.stringify(body.command)}` }, { status: 400 })

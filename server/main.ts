@@ -3,7 +3,7 @@ import { ApiKeyCache } from './core/authenticate'
 import { AddressList } from './core/client-ip'
 import { LocalChangeBus } from './core/governance/changes'
 import { followDeployments } from './core/governance/deployments'
-import { followRetirements } from './core/governance/operator'
+import { followRetirements, setOperatorFlag } from './core/governance/operator'
 import { HealthProbes } from './core/health-probes'
 import { formatEgp } from './core/money'
 import { PeriodicReconciler } from './core/periodic-reconciler'
@@ -100,7 +100,13 @@ const server = Bun.serve({ hostname: config.host, port: config.port, fetch: app.
 // Routes read the socket peer (client IP, allow-lists) through the context's `server`.
 app.server = server
 const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}/v1`
-const control = embedded ? startControlSocket(config.dataDir, { baseUrl, createDemo: (options) => database.createDemoTenant(options) }) : null
+const control = embedded
+  ? startControlSocket(config.dataDir, {
+      baseUrl,
+      createDemo: (options) => database.createDemoTenant(options),
+      setOperator: (email, grant) => setOperatorFlag(database.governance.operator, email, grant),
+    })
+  : null
 
 console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, ${redis ? 'admission on Redis' : 'admission in process'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
 const demo = await database.seedDemoIfEmpty()

@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config'
 import { isEmailAddress, normalizeEmail } from '../core/governance/accounts'
-import type { AuditActor } from '../core/governance/audit'
+import { setOperatorFlag } from '../core/governance/operator'
+import { callOperatorControl } from '../control-socket'
 import { CliError, UsageError } from './cli-errors'
 import { withDatabase } from './with-database'
 
@@ -13,11 +14,9 @@ user.operator_revoked.
   --email ADDRESS   the account's e-mail address
   --wait-ms N       how long to wait for the embedded database's lock (default 10000)
 
-Uses DATABASE_URL when set; otherwise the embedded database in DATA_DIR, which a running gateway
-keeps to itself: stop it first.`
+Uses DATABASE_URL when set; otherwise the embedded database in DATA_DIR, through the running
+gateway's control socket when there is one.`
 
-/** Who the audit trail names for changes made from the command line. */
-const commandLineActor: AuditActor = { type: 'system', id: 'system', email: null, ip: null, requestId: null }
 
 interface OperatorArgs {
   grant: boolean
@@ -27,18 +26,18 @@ interface OperatorArgs {
 
 export async function runOperatorCommand(args: string[], env: Record<string, string | undefined>): Promise<void> {
   const { grant, email, waitMs } = parseOperatorArgs(args)
-  const result = await withDatabase(
+  const { change } = await withDatabase(
     loadConfig(env),
     {
-      viaGateway: async () => null,
-      direct: (database) => database.governance.operator.setOperator(email, grant, commandLineActor),
+      viaGateway: (dataDir) => callOperatorControl(dataDir, email, grant),
+      direct: async (database) => ({ change: await setOperatorFlag(database.governance.operator, email, grant) }),
     },
     waitMs,
   )
-  if (!result) throw new CliError(`No account has the e-mail address ${email}. Sign up first (POST /v1/auth/signup), then run this again.`)
-  const who = `${result.record.email} (${result.record.id})`
-  if (grant) console.log(result.changed ? `${who} is now a platform operator.` : `${who} already was a platform operator; nothing changed.`)
-  else console.log(result.changed ? `${who} is no longer a platform operator.` : `${who} was not a platform operator; nothing changed.`)
+  if (!change) throw new CliError(`No account has the e-mail address ${email}. Sign up first (POST /v1/auth/signup), then run this again.`)
+  const who = `${change.user.email} (${change.user.id})`
+  if (grant) console.log(change.changed ? `${who} is now a platform operator.` : `${who} already was a platform operator; nothing changed.`)
+  else console.log(change.changed ? `${who} is no longer a platform operator.` : `${who} was not a platform operator; nothing changed.`)
 }
 
 function parseOperatorArgs(args: string[]): OperatorArgs {

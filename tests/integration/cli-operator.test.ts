@@ -4,6 +4,8 @@ import { eq } from 'drizzle-orm'
 import { openDatabase, type Database } from '../../server/adapters/postgres/database'
 import { auditLogs, users } from '../../server/adapters/postgres/schema'
 import { randomBase62 } from '../../server/core/api-keys'
+import { startControlSocket } from '../../server/control-socket'
+import { setOperatorFlag } from '../../server/core/governance/operator'
 import { acquireDataDirLock, dataDirLockPath } from '../../server/data-dir-lock'
 import { createMigratedPgliteDir, createPostgresDatabase, createTempDir, slowHookTimeoutMs } from '../support/databases'
 import { managementApp } from '../support/management-app'
@@ -124,6 +126,27 @@ describe('bun server/cli.ts operator, embedded (DATA_DIR)', () => {
     try {
       expect((await operatorState(db, account.id)).isOperator).toBe(true)
     } finally {
+      await db.close()
+      lock.release()
+    }
+  }, slowHookTimeoutMs)
+
+  test('works through the control socket of a gateway that holds the database', async () => {
+    const lock = acquireDataDirLock(dataDir.path)
+    const db = await openDatabase({ databaseUrl: null, dataDir: dataDir.path })
+    const socket = startControlSocket(dataDir.path, {
+      createDemo: () => Promise.reject(new Error('not asked for')),
+      setOperator: (email, grant) => setOperatorFlag(db.governance.operator, email, grant),
+    })
+    try {
+      const granted = await runBun([...operatorCommand, 'grant', '--email', account.email], env())
+      expect({ code: granted.code, stderr: granted.stderr }).toEqual({ code: 0, stderr: '' })
+      expect((await operatorState(db, account.id)).isOperator).toBe(true)
+      const unknown = await runBun([...operatorCommand, 'grant', '--email', 'nobody@example.test'], env())
+      expect(unknown.code).toBe(1)
+      expect(unknown.stderr).toContain('No account has the e-mail address nobody@example.test')
+    } finally {
+      await socket.stop()
       await db.close()
       lock.release()
     }

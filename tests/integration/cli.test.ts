@@ -166,7 +166,7 @@ describe('bun server/cli.ts demo, embedded (DATA_DIR)', () => {
       password: 'pw',
       balanceMicros: 0n,
     }
-    const gateway = { createDemo: async (options: DemoTenantOptions) => (requests.push(options), cannedDemo), baseUrl: 'http://127.0.0.1:45678/v1' }
+    const gateway = { createDemo: async (options: DemoTenantOptions) => (requests.push(options), cannedDemo), setOperator: async () => null, baseUrl: 'http://127.0.0.1:45678/v1' }
     let lock: ReturnType<typeof acquireDataDirLock>
     beforeAll(() => {
       lock = acquireDataDirLock(dataDir.path)

@@ -108,3 +108,15 @@ export function checkAllowedModels(catalog: Catalog, modelIds: readonly string[]
 export function followRetirements(catalog: Catalog, store: Pick<OperatorStore, 'listRetirements'>, changes: ChangeBus, options: { refreshMs?: number } = {}): Promise<() => void> {
   return followStored({ kind: 'model_retirements', what: 'the model retirements', read: () => store.listRetirements(), apply: (retirements) => catalog.applyRetirements(retirements), changes, ...options })
 }
+
+/** What granting or revoking the operator flag changed; null when no account has the address. */
+export type OperatorChange = { user: { id: string; email: string }; changed: boolean } | null
+
+/** Who the audit trail names for changes made from the command line. */
+const commandLineActor: AuditActor = { type: 'system', id: 'system', email: null, ip: null, requestId: null }
+
+/** Sets or clears the operator flag as `bun server/cli.ts operator` does, directly or through a running gateway. */
+export async function setOperatorFlag(store: Pick<OperatorStore, 'setOperator'>, email: string, grant: boolean): Promise<OperatorChange> {
+  const result = await store.setOperator(email, grant, commandLineActor)
+  return result && { user: { id: result.record.id, email: result.record.email }, changed: result.changed }
+}
