@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
 import { asc, eq } from 'drizzle-orm'
-import { usageEvents } from '../../../../server/adapters/postgres/schema'
+import { apiKeys, usageEvents } from '../../../../server/adapters/postgres/schema'
+import { hashApiKey } from '../../../../server/core/api-keys'
 import { randomBase62 } from '../../../../server/core/api-keys'
 import type { UsageEvent } from '../../../../server/core/ports'
 import { describeEachDatabase } from '../../../support/databases'
@@ -47,5 +48,20 @@ describeEachDatabase('insertUsageEvents', (context) => {
     await context.current.db.usage.insertUsageEvents(events)
 
     expect(await rowsOf(orgId)).toHaveLength(4_500)
+  })
+
+  test("moves a key's last use to its newest new row, at most once a minute", async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant()
+    const [key] = await db.drizzle.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.secretHash, hashApiKey(tenant.apiKey)))
+    const lastUsed = async () => (await db.drizzle.select({ at: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.id, key!.id)))[0]!.at
+    const at = (iso: string) => usageEvent({ orgId: tenant.organizationId, projectId: tenant.projectId, keyId: key!.id, createdAt: new Date(iso) })
+
+    await db.usage.insertUsageEvents([at('2026-03-01T10:00:00Z'), at('2026-03-01T10:00:20Z')])
+    expect(await lastUsed()).toEqual(new Date('2026-03-01T10:00:20Z'))
+    await db.usage.insertUsageEvents([at('2026-03-01T10:00:50Z')])
+    expect(await lastUsed()).toEqual(new Date('2026-03-01T10:00:20Z'))
+    await db.usage.insertUsageEvents([at('2026-03-01T10:05:00Z')])
+    expect(await lastUsed()).toEqual(new Date('2026-03-01T10:05:00Z'))
   })
 })
