@@ -16,6 +16,7 @@ import { changelogRouteTable, changelogRoutes } from './routes/changelog'
 import { inferenceRoutes } from './routes/inference'
 import { modelRoutes } from './routes/models'
 import { organizationRouteTable, organizationRoutes } from './routes/organizations'
+import { playgroundRouteTable, playgroundRoutes } from './routes/playground'
 import { projectRouteTable, projectRoutes } from './routes/projects'
 import { usageRouteTable, usageRoutes } from './routes/usage'
 
@@ -39,6 +40,7 @@ const routeTable: RouteTable = [
   ...projectRouteTable,
   ...auditLogRouteTable,
   ...usageRouteTable,
+  ...playgroundRouteTable,
   ...adminRouteTable,
   ...adminDeploymentRouteTable,
   ...openApiRouteTable,
@@ -89,6 +91,7 @@ export function buildApp(deps: AppDeps) {
     .use(projectRoutes(deps.management))
     .use(auditLogRoutes(deps.management))
     .use(usageRoutes(deps.management))
+    .use(playgroundRoutes(deps, deps.management))
     .use(adminRoutes(deps.management))
     .use(adminDeploymentRoutes(deps.management, deps.router ?? defaultRouter(deps.catalog)))
   return app.use(openApiRoutes(() => app.routes, { publicBaseUrl: deps.management.publicBaseUrl }))

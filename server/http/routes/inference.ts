@@ -30,6 +30,53 @@ function inferenceRequest(request: Request, identity: ApiKeyIdentity, requestId:
   return { requestId, identity, signal, startedAtMs: Date.now() }
 }
 
+/** What a chat request is served with besides its body. */
+export interface ChatExchange {
+  identity: ApiKeyIdentity
+  request: Request
+  /** The response headers being built (they carry the request id). */
+  headers: Record<string, unknown>
+  /** Gives back what the caller held for the request (an edge place), once it has ended. */
+  release: () => void
+}
+
+/**
+ * Serves a validated chat request: a `chat.completion`, or with `stream: true` the server-sent
+ * events, the first chunk awaited before the 200 so that early failures get a real status.
+ */
+export async function serveChat(deps: InferenceDeps, body: ChatCompletionRequest, exchange: ChatExchange) {
+  const { identity, request, headers, release } = exchange
+  const requestId = headers['x-request-id'] as string
+  if (body.stream !== true) {
+    try {
+      const context = inferenceRequest(request, identity, requestId)
+      const completion = await completeChat(deps, body, context)
+      setAnswerHeaders(headers, context)
+      return completion
+    } finally {
+      release()
+    }
+  }
+  // A cancelled response body also stops the upstream, whether or not the request signal fired.
+  const cancelled = new AbortController()
+  const context = inferenceRequest(request, identity, requestId, AbortSignal.any([request.signal, cancelled.signal]))
+  let events: Awaited<ReturnType<typeof openChatStream>>
+  try {
+    events = await openChatStream(deps, body, context)
+  } catch (error) {
+    release()
+    throw error
+  }
+  setAnswerHeaders(headers, context)
+  return sseResponse(events, headers as Record<string, string>, () => cancelled.abort(), release)
+}
+
+/** Refuses a body the reader could not take, and messages over the per-message limits (422). */
+export function checkChatBody({ body }: { body: unknown }): void {
+  if (body instanceof BodyProblem) throw body.error
+  checkMessages((body as { messages?: unknown }).messages)
+}
+
 /** POST /v1/chat/completions (JSON or SSE) and POST /v1/embeddings. */
 export function inferenceRoutes(deps: InferenceRouteDeps) {
   const rejectBodyProblem = ({ body }: { body: unknown }) => {
@@ -38,38 +85,10 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
 
   const chat = new Elysia({ name: 'chat-completions', normalize: false })
     .derive(apiKeyAuth(deps, 'chat.completions'))
-    .onTransform(({ body }) => {
-      rejectBodyProblem({ body })
-      checkMessages((body as { messages?: unknown }).messages)
-    })
+    .onTransform(checkChatBody)
     .post(
       '/v1/chat/completions',
-      async ({ body, identity, keyHash, request, set }) => {
-        const requestId = set.headers['x-request-id'] as string
-        const release = deps.edge.acquire(keyHash)
-        if (body.stream !== true) {
-          try {
-            const context = inferenceRequest(request, identity, requestId)
-            const completion = await completeChat(deps, body, context)
-            setAnswerHeaders(set.headers, context)
-            return completion
-          } finally {
-            release()
-          }
-        }
-        // A cancelled response body also stops the upstream, whether or not the request signal fired.
-        const cancelled = new AbortController()
-        const context = inferenceRequest(request, identity, requestId, AbortSignal.any([request.signal, cancelled.signal]))
-        let events: Awaited<ReturnType<typeof openChatStream>>
-        try {
-          events = await openChatStream(deps, body, context)
-        } catch (error) {
-          release()
-          throw error
-        }
-        setAnswerHeaders(set.headers, context)
-        return sseResponse(events, set.headers as Record<string, string>, () => cancelled.abort(), release)
-      },
+      ({ body, identity, keyHash, request, set }) => serveChat(deps, body, { identity, request, headers: set.headers, release: deps.edge.acquire(keyHash) }),
       { body: ChatCompletionRequest },
     )
 

@@ -3,7 +3,8 @@ import { randomBase62 } from '../../../server/core/api-keys'
 import type { MembershipRole } from '../../../server/core/governance/roles'
 import { describeEachDatabase } from '../../support/databases'
 import { managementApp, type SignedInUser } from '../../support/management-app'
-import { createKey, createProject } from '../../support/project-keys'
+import { createKey, createProject, grantCredit } from '../../support/project-keys'
+import { chatRequest } from '../../support/test-app'
 
 type Gateway = Awaited<ReturnType<typeof managementApp>>
 type Caller = MembershipRole | 'operator'
@@ -24,6 +25,7 @@ async function tenant(gateway: Gateway) {
     member: await gateway.addMember(orgId, 'member'),
     reader: await gateway.addMember(orgId, 'reader'),
   }
+  await grantCredit(gateway.db, orgId)
   const project = await createProject(gateway, owner)
   const key = await createKey(gateway, owner, project.id)
   const invite = await gateway.send('POST', '/v1/organization/invites', { token: owner.token, body: { email: `invitee-${randomBase62(8).toLowerCase()}@example.test`, role: 'member' } })
@@ -72,6 +74,7 @@ function routes(gateway: Gateway, t: Tenant) {
     'GET /v1/organization/audit_logs': async () => ({ method: 'GET', path: '/v1/organization/audit_logs' }),
     'GET /v1/organization/usage': async () => ({ method: 'GET', path: '/v1/organization/usage?start_time=0&end_time=86400' }),
     'GET /v1/organization/balance': async () => ({ method: 'GET', path: '/v1/organization/balance' }),
+    'POST /v1/playground/chat/completions': async () => ({ method: 'POST', path: '/v1/playground/chat/completions', body: chatRequest(), headers: { 'openai-project': t.project.id } }),
     'GET /v1/admin/organizations': async () => ({ method: 'GET', path: '/v1/admin/organizations' }),
     'POST /v1/admin/organizations/{id}/suspend': async () => ({ method: 'POST', path: `/v1/admin/organizations/${t.orgId}/suspend`, body: {} }),
     'POST /v1/admin/organizations/{id}/credits': async () => ({ method: 'POST', path: `/v1/admin/organizations/${t.orgId}/credits`, body: { amount_egp: '1' }, headers: { 'idempotency-key': randomBase62(12) } }),
@@ -112,6 +115,7 @@ const expected: Record<RouteName, Partial<Record<Caller, { status: number; code:
   'GET /v1/organization/audit_logs': adminsOnly(200),
   'GET /v1/organization/usage': readable,
   'GET /v1/organization/balance': readable,
+  'POST /v1/playground/chat/completions': { owner: ok(200), admin: ok(200), member: ok(200), reader: denied },
   'GET /v1/admin/organizations': operatorOnly(200),
   'POST /v1/admin/organizations/{id}/suspend': operatorOnly(200),
   'POST /v1/admin/organizations/{id}/credits': operatorOnly(201),

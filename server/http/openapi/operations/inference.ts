@@ -49,6 +49,19 @@ export const inferenceOperations = {
       max_tokens: 64,
     },
   },
+  'POST /v1/playground/chat/completions': {
+    operationId: 'createPlaygroundChatCompletion',
+    summary: "Try a model from the dashboard's playground",
+    description:
+      'The chat completion of `POST /v1/chat/completions` (JSON or a stream), made with a session instead of an API key by a verified member of the ' +
+      'organization (not a reader); billed, limited and recorded like a key of the project named by the `OpenAI-Project` header, which is required.',
+    tag: 'Chat',
+    access: 'member',
+    response: ChatCompletion,
+    events: ChatCompletionChunk,
+    errors: ['invalid_request', 'invalid_role', 'missing_content', 'content_limit_exceeded', 'max_tokens_exceeded', 'not_found', 'conflict', ...modelErrors, ...admissionErrors, ...upstreamErrors],
+    example: { model: 'nile/qwen2.5-7b-instruct', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 32 },
+  },
   'POST /v1/embeddings': {
     operationId: 'createEmbedding',
     summary: 'Create embeddings',
