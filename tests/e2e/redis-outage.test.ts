@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createClient } from 'redis'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { flushRedisDatabase } from '../support/admission-redis'
 
 // A gateway whose Redis sits behind a proxy the test can silence or cut: admission fails closed
 // (503, never unbilled inference), and comes back with Redis; counters Redis lost are rebuilt.
@@ -10,11 +10,7 @@ let proxy: TcpProxy
 let gateway: RunningGateway
 let apiKey: string
 
-async function flushRedis(): Promise<void> {
-  const client = await createClient({ url: `redis://127.0.0.1:6379/${redisDb}` }).connect()
-  await client.flushDb()
-  await client.close()
-}
+const flushRedis = () => flushRedisDatabase(`redis://127.0.0.1:6379/${redisDb}`)
 
 async function chat(): Promise<{ status: number; code: string | null; ms: number }> {
   const started = performance.now()

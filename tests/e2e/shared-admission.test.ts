@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import postgres from 'postgres'
-import { createClient } from 'redis'
 import { createPostgresDatabase } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { flushRedisDatabase } from '../support/admission-redis'
 
 // Two gateways share one Postgres and one Redis (a database index of its own, emptied before and
 // after): admission must hold across them (DESIGN.md I1).
@@ -21,11 +21,7 @@ let database: Awaited<ReturnType<typeof createPostgresDatabase>>
 let gateways: RunningGateway[] = []
 let workDir: string
 
-async function flushRedis(): Promise<void> {
-  const client = await createClient({ url: redisUrl }).connect()
-  await client.flushDb()
-  await client.close()
-}
+const flushRedis = () => flushRedisDatabase(redisUrl)
 
 beforeAll(async () => {
   await flushRedis()

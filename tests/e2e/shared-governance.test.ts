@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createClient } from 'redis'
 import { createPostgresDatabase } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { chatModel } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
+import { flushRedisDatabase } from '../support/admission-redis'
 
 // Two gateways on one Postgres and one Redis: a key revoked through one stops working on the
 // other, which had it warm in its cache, because the change travels over Redis pub/sub.
@@ -12,11 +12,7 @@ const redisUrl = 'redis://127.0.0.1:6379/15'
 let database: Awaited<ReturnType<typeof createPostgresDatabase>>
 let gateways: RunningGateway[] = []
 
-async function flushRedis(): Promise<void> {
-  const client = await createClient({ url: redisUrl }).connect()
-  await client.flushDb()
-  await client.close()
-}
+const flushRedis = () => flushRedisDatabase(redisUrl)
 
 beforeAll(async () => {
   await flushRedis()

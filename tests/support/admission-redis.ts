@@ -1,9 +1,20 @@
 import { RedisAdmissionStore, type RedisAdmissionStoreOptions } from '../../server/adapters/redis/admission-store'
 import { createRedisClient, waitForRedis, type RedisClient, type RedisClientOptions } from '../../server/adapters/redis/client'
+import { createClient } from 'redis'
 import { randomBase62 } from '../../server/core/api-keys'
 
 /** The Redis the integration tests use (nothing kept on disk there). */
 export const testRedisUrl = Bun.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+/** Empties the Redis database at `url`: e2e files own a database index each and clear it around them. */
+export async function flushRedisDatabase(url: string): Promise<void> {
+  const client = await createClient({ url }).connect()
+  try {
+    await client.flushDb()
+  } finally {
+    await client.close()
+  }
+}
 
 /** Redis admission stores for `gateways` separate clients, all under one fresh key prefix. */
 export interface TestRedisStores {
