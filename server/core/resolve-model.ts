@@ -5,15 +5,18 @@ import type { ApiKeyIdentity } from './ports'
 /** What decides which models a key may call: its organization's allow-list and its project's. */
 export type ModelAccess = Pick<ApiKeyIdentity, 'projectId' | 'orgAllowedModels' | 'projectEnabledModels'>
 
+/** Whether a key may call `modelId`: what `GET /v1/models` filters with, building no error. */
+export function mayUseModel(access: ModelAccess, modelId: string): boolean {
+  return (access.orgAllowedModels === null || access.orgAllowedModels.includes(modelId)) && (access.projectEnabledModels === null || access.projectEnabledModels.includes(modelId))
+}
+
 /** Why a key may not call `modelId`, or null when it may. */
 export function modelAccessError(access: ModelAccess, modelId: string): GatewayError | null {
+  if (mayUseModel(access, modelId)) return null
   if (access.orgAllowedModels !== null && !access.orgAllowedModels.includes(modelId)) {
     return new GatewayError('model_not_available', `The model '${modelId}' is not on your organization's model allow-list. GET /v1/models lists the models this key can use.`, 'model')
   }
-  if (access.projectEnabledModels !== null && !access.projectEnabledModels.includes(modelId)) {
-    return new GatewayError('model_not_enabled_for_project', `The model '${modelId}' is not enabled for the project '${access.projectId}'. GET /v1/models lists the models this key can use.`, 'model')
-  }
-  return null
+  return new GatewayError('model_not_enabled_for_project', `The model '${modelId}' is not enabled for the project '${access.projectId}'. GET /v1/models lists the models this key can use.`, 'model')
 }
 
 /**

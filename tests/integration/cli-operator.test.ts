@@ -7,7 +7,7 @@ import { randomBase62 } from '../../server/core/api-keys'
 import { startControlSocket } from '../../server/control-socket'
 import { setOperatorFlag } from '../../server/core/governance/operator'
 import { acquireDataDirLock, dataDirLockPath } from '../../server/data-dir-lock'
-import { createMigratedPgliteDir, createPostgresDatabase, createTempDir, slowHookTimeoutMs } from '../support/databases'
+import { createMigratedPgliteDir, openTestDatabase, slowHookTimeoutMs, type TestDatabase } from '../support/databases'
 import { managementApp } from '../support/management-app'
 import { childEnv, runBun } from '../support/processes'
 
@@ -30,21 +30,16 @@ async function operatorState(db: Database, userId: string) {
 }
 
 describe('bun server/cli.ts operator, on Postgres (DATABASE_URL)', () => {
-  let server: Awaited<ReturnType<typeof createPostgresDatabase>>
+  let database: TestDatabase
   let db: Database
-  const dataDir = createTempDir('cli-operator-pg')
 
   beforeAll(async () => {
-    server = await createPostgresDatabase()
-    db = await openDatabase({ databaseUrl: server.url, dataDir: dataDir.path })
+    database = await openTestDatabase('postgres')
+    db = database.db
   }, slowHookTimeoutMs)
-  afterAll(async () => {
-    await db.close()
-    await server.drop()
-    dataDir.remove()
-  }, slowHookTimeoutMs)
+  afterAll(() => database?.dispose(), slowHookTimeoutMs)
 
-  const env = () => childEnv({ DATABASE_URL: server.url, DATA_DIR: dataDir.path })
+  const env = () => childEnv({ DATABASE_URL: database.databaseUrl!, DATA_DIR: database.dataDir })
 
   test('grant makes an account an operator at once (its open session included), revoke takes it away; each change audited as the system', async () => {
     const account = await createAccount(db)

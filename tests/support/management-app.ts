@@ -9,7 +9,7 @@ import { Catalog } from '../../server/core/catalog'
 import { AddressList } from '../../server/core/client-ip'
 import type { Governance } from '../../server/core/governance'
 import { generateSecretToken, sessionLifetimeMs, sessionTokenPrefix, type UserRecord } from '../../server/core/governance/accounts'
-import { LocalChangeBus } from '../../server/core/governance/changes'
+import { LocalChangeBus, type GovernanceChange } from '../../server/core/governance/changes'
 import type { MembershipRole } from '../../server/core/governance/roles'
 import type { MailMessage } from '../../server/core/mail'
 import type { LoginLimiter } from '../../server/core/login-limiter'
@@ -140,4 +140,13 @@ export async function managementApp(db: Database, options: ManagementAppOptions 
   }
 
   return { app, db, send, signUp, addMember, createOrganization, listen, keys, changes, mail, usage, provider, admission, management, catalog }
+}
+
+/** A platform operator signed in on `gateway`, the governance changes published from now on, and requests made as the operator. */
+export async function signInOperator(gateway: Awaited<ReturnType<typeof managementApp>>) {
+  const operator = await gateway.signUp({ operator: true })
+  const changes: GovernanceChange[] = []
+  gateway.changes.subscribe((change) => void changes.push(change))
+  const admin = (method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) => gateway.send(method, path, { token: operator.token, ...init })
+  return { operator, changes, admin }
 }

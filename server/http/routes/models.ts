@@ -4,7 +4,7 @@ import type { ModelList, ModelObject } from '@nilegate/shared/schemas/models'
 import type { Catalog, CatalogModel } from '../../core/catalog'
 import { toModelObject } from '../../core/model-view'
 import type { ApiKeyIdentity } from '../../core/ports'
-import { modelAccessError, resolveModel } from '../../core/resolve-model'
+import { mayUseModel, resolveModel } from '../../core/resolve-model'
 import { apiKeyAuth, type KeyAuthDeps } from '../plugins/api-key-auth'
 
 /**
@@ -21,7 +21,7 @@ export function modelRoutes(catalog: Catalog, auth: KeyAuthDeps) {
   }
   const listFor = (identity: ApiKeyIdentity): ModelList => ({
     object: 'list',
-    data: catalog.models.filter((model) => model.status === 'live' && modelAccessError(identity, model.id) === null).map(viewOf),
+    data: catalog.models.filter((model) => model.status === 'live' && mayUseModel(identity, model.id)).map(viewOf),
   })
 
   return new Elysia({ name: 'models', normalize: false })

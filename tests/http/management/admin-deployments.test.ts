@@ -2,11 +2,10 @@ import { afterAll, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { auditLogs, deployments } from '../../../server/adapters/postgres/schema'
 import { Catalog } from '../../../server/core/catalog'
-import type { GovernanceChange } from '../../../server/core/governance/changes'
 import { followDeployments } from '../../../server/core/governance/deployments'
 import { loadCatalogFile } from '../../../server/catalog-file'
 import { describeEachDatabase } from '../../support/databases'
-import { managementApp } from '../../support/management-app'
+import { managementApp, signInOperator } from '../../support/management-app'
 import { chatModel, chatRequest, demoCatalogPath, retiredModel } from '../../support/test-app'
 import { waitFor } from '../../support/wait-for'
 
@@ -23,10 +22,7 @@ const vllm = { model_id: chatModel, provider: 'openai-compatible', base_url: 'ht
 describeEachDatabase('the deployments API, /v1/admin/deployments', (context) => {
   async function operatorGateway() {
     const gateway = await managementApp(context.current.db)
-    const operator = await gateway.signUp({ operator: true })
-    const changes: GovernanceChange[] = []
-    gateway.changes.subscribe((change) => void changes.push(change))
-    const admin = (method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) => gateway.send(method, path, { token: operator.token, ...init })
+    const { changes, admin } = await signInOperator(gateway)
     return { gateway, changes, admin }
   }
 

@@ -3,11 +3,10 @@ import { and, eq, sql } from 'drizzle-orm'
 import { auditLogs, creditTransactions, organizations } from '../../../server/adapters/postgres/schema'
 import { billingMonth } from '../../../server/core/admission'
 import { Catalog } from '../../../server/core/catalog'
-import type { GovernanceChange } from '../../../server/core/governance/changes'
 import { followRetirements } from '../../../server/core/governance/operator'
 import { loadCatalogFile } from '../../../server/catalog-file'
 import { describeEachDatabase } from '../../support/databases'
-import { managementApp, type SignedInUser } from '../../support/management-app'
+import { managementApp, signInOperator, type SignedInUser } from '../../support/management-app'
 import { chatRequest, demoCatalogPath, embeddingsModel, retiredModel } from '../../support/test-app'
 import { waitFor } from '../../support/wait-for'
 
@@ -18,10 +17,7 @@ describeEachDatabase('the operators API, /v1/admin/*', (context) => {
   /** A gateway with a signed-in operator, and requests made as that operator. */
   async function operatorGateway() {
     const gateway = await managementApp(context.current.db)
-    const operator = await gateway.signUp({ operator: true })
-    const changes: GovernanceChange[] = []
-    gateway.changes.subscribe((change) => void changes.push(change))
-    const admin = (method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) => gateway.send(method, path, { token: operator.token, ...init })
+    const { operator, changes, admin } = await signInOperator(gateway)
     const chat = (apiKey: string, body = chatRequest()) => gateway.send('POST', '/v1/chat/completions', { token: apiKey, body })
     return { gateway, operator, changes, admin, chat }
   }
