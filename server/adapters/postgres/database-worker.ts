@@ -5,8 +5,8 @@
  */
 import { governanceAreas, type GovernanceArea } from '../../core/governance'
 import { serializeError, type SerializedError } from './cross-thread-error'
-import { openDatabase, type Database, type DemoTenantOptions } from './database'
-import { insertUsageRows } from './usage-repository'
+import { openEmbeddedDatabase, type DemoTenantOptions, type EmbeddedDatabase } from './database'
+import type { UsageBatch } from './usage-repository'
 
 // Bun runs this file as a Web Worker; `self` is the worker's global scope.
 declare var self: Worker
@@ -21,12 +21,12 @@ export interface DatabaseWorkerRequest {
 /** The answer to the request with the same id. */
 export type DatabaseWorkerReply = { id: number; value: unknown } | { id: number; error: SerializedError }
 
-let database: Database | null = null
+let database: EmbeddedDatabase | null = null
 let closing: Promise<void> | null = null
 // Calls that have started and not answered; `close` lets them finish before PGlite goes away.
 const inFlight = new Set<Promise<unknown>>()
 
-function opened(): Database {
+function opened(): EmbeddedDatabase {
   if (database) return database
   throw new Error(closing ? 'the embedded database is closed' : 'the embedded database is not open yet')
 }
@@ -35,11 +35,11 @@ const operations = {
   async open(dataDir: string): Promise<void> {
     if (database || closing) throw new Error('the embedded database was already opened in this worker')
     // The caller holds the data-dir lock; this thread only opens what it was told to.
-    database = await openDatabase({ databaseUrl: null, dataDir })
+    database = await openEmbeddedDatabase(dataDir)
   },
   findApiKeyByHash: (hashHex: string) => opened().identities.findApiKeyByHash(hashHex),
-  /** A batch as `usageRowsJson` text (see usage-repository.ts). */
-  insertUsageRows: (rows: string) => insertUsageRows(opened().drizzle, rows),
+  /** A batch as `usageBatch` text (see usage-repository.ts). */
+  writeUsageBatch: (batch: UsageBatch) => opened().writeUsageBatch(batch),
   readCounters: (orgId: string, month: string, timeZone: string) => opened().ledger.readCounters(orgId, month, timeZone),
   createDemoTenant: (options?: DemoTenantOptions) => opened().createDemoTenant(options),
   seedDemoIfEmpty: (options?: DemoTenantOptions) => opened().seedDemoIfEmpty(options),

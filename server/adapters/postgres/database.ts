@@ -7,7 +7,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import type { Governance } from '../../core/governance'
-import type { IdentityStore, LedgerReader, UsageRepository } from '../../core/ports'
+import type { IdentityStore, LedgerReader, UsageEvent, UsageRepository } from '../../core/ports'
 import type { BillingAccount } from '../../core/reconcile'
 import { listBillingAccounts } from './billing-accounts'
 import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoTenant, type DemoTenantOptions } from './demo-tenant'
@@ -16,7 +16,7 @@ import { createGovernance } from './governance'
 import { createIdentityRepository } from './identity-repository'
 import { createLedgerReader } from './ledger-repository'
 import * as schema from './schema'
-import { createUsageRepository } from './usage-repository'
+import { copyUsageBatch, createUsageRepository, insertUsageRows, usageBatch, type UsageBatch } from './usage-repository'
 
 export type { DemoTenant, DemoTenantOptions } from './demo-tenant'
 export type { Drizzle } from './drizzle'
@@ -66,8 +66,22 @@ const migrationLockKey = 7_202_544_016
  * Opens PGlite in `<dataDir>/pglite` or Postgres at `databaseUrl`, and applies the migrations.
  * The embedded database allows one process at a time: hold the data-dir lock (data-dir-lock.ts) first.
  */
-export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const database = options.databaseUrl === null ? await openPglite(options.dataDir) : openPostgres(options.databaseUrl, options.poolSize)
+export function openDatabase(options: DatabaseOptions): Promise<Database> {
+  return options.databaseUrl === null ? openEmbeddedDatabase(options.dataDir) : migrated(openPostgres(options.databaseUrl, options.poolSize))
+}
+
+/** The embedded database as its own thread uses it (database-worker.ts): usage batches arrive as text. */
+export interface EmbeddedDatabase extends Database {
+  readonly kind: 'pglite'
+  writeUsageBatch(batch: UsageBatch): Promise<void>
+}
+
+/** Opens PGlite in `<dataDir>/pglite` and applies the migrations; hold the data-dir lock first. */
+export async function openEmbeddedDatabase(dataDir: string): Promise<EmbeddedDatabase> {
+  return migrated(await openPglite(dataDir))
+}
+
+async function migrated<T extends Database>(database: T): Promise<T> {
   try {
     await database.migrate()
   } catch (error) {
@@ -82,22 +96,24 @@ export function seedDemoIfEmpty(database: GatewayDatabase, options: DemoTenantOp
   return database.seedDemoIfEmpty(options)
 }
 
-async function openPglite(dataDir: string): Promise<Database> {
+async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
   const directory = resolve(dataDir, 'pglite')
   mkdirSync(directory, { recursive: true, mode: 0o700 })
   const client = new PGlite(directory)
   await client.waitReady
   const db = drizzlePglite({ client, schema })
-  return buildDatabase('pglite', db, {
+  const writeUsageBatch = (batch: UsageBatch) => copyUsageBatch(client, batch)
+  const database = buildDatabase('pglite', db, (events) => writeUsageBatch(usageBatch(events)), {
     migrate: () => migratePglite(db, { migrationsFolder }),
     close: () => client.close(),
   })
+  return { ...database, kind: 'pglite', writeUsageBatch }
 }
 
 function openPostgres(databaseUrl: string, poolSize = defaultPoolSize): Database {
   const client = postgres(databaseUrl, { max: poolSize, onnotice: () => {}, connection: { application_name: 'nilegate' } })
   const db = drizzlePostgres({ client, schema })
-  return buildDatabase('postgres', db, {
+  return buildDatabase('postgres', db, (events) => insertUsageRows(db, events), {
     migrate: () => migratePostgresExclusively(databaseUrl),
     close: () => client.end({ timeout: 5 }),
   })
@@ -114,12 +130,12 @@ async function migratePostgresExclusively(databaseUrl: string): Promise<void> {
   }
 }
 
-function buildDatabase(kind: Database['kind'], db: Drizzle, lifecycle: { migrate(): Promise<void>; close(): Promise<void> }): Database {
+function buildDatabase(kind: Database['kind'], db: Drizzle, writeUsage: (events: UsageEvent[]) => Promise<void>, lifecycle: { migrate(): Promise<void>; close(): Promise<void> }): Database {
   return {
     kind,
     drizzle: db,
     identities: createIdentityRepository(db),
-    usage: createUsageRepository(db),
+    usage: createUsageRepository(writeUsage),
     ledger: createLedgerReader(db),
     governance: createGovernance(db),
     createDemoTenant: (options) => createDemoTenant(db, options),

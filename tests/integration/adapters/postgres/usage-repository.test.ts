@@ -21,6 +21,8 @@ describeEachDatabase('insertUsageEvents', (context) => {
     const events = [
       usageEvent({ orgId, requestId: 'req_a', costMicros: 9_007_199_254_740_993n, createdAt: new Date('2025-05-01T12:00:00.123Z') }),
       usageEvent({ orgId, requestId: 'req_b', endpoint: 'embeddings', stream: false, status: 499, region: null }),
+      // Text that CSV must quote, and an empty string that must not become NULL.
+      usageEvent({ orgId, requestId: 'req_c', model: 'odd/"model", with\na newline', region: '' }),
     ]
 
     await context.current.db.usage.insertUsageEvents(events)
