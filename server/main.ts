@@ -56,7 +56,8 @@ async function openAdmissionStore() {
 const admission = await openAdmissionStore()
 // Revokes, suspensions and other changes reach every instance's caches through Redis when there is one.
 const redisChanges = redis ? new RedisChangeBus(redis) : null
-const changes = redisChanges ?? new LocalChangeBus()
+// Without Redis the bus sees every change only when this process alone writes (the embedded database).
+const changes = redisChanges ?? new LocalChangeBus({ soleWriter: embedded })
 const keys = new ApiKeyCache(database.identities)
 keys.subscribeTo(changes)
 // Operators' retirements apply over the catalog file, now and whenever any instance changes them.

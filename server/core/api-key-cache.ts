@@ -5,11 +5,20 @@ import type { ApiKeyIdentity, IdentityStore } from './ports'
 interface CacheEntry {
   identity: ApiKeyIdentity | null
   fetchedAtMs: number
+  /** The change bus's stretch when the read began (ChangeBus.coverage). */
+  coverage: number | null
 }
 
 export interface KeyCacheOptions {
   /** After this long an entry is refreshed in the background while still being served. */
   refreshAfterMs?: number
+  /**
+   * The same for an entry read while the subscribed change bus delivers every change, as long as it
+   * has not had a gap since: the bus drops changed keys at once, so this refresh is only a backstop
+   * (for edits made straight in the database) and keeps a thousand busy keys from costing a
+   * thousand lookups a second.
+   */
+  coveredRefreshAfterMs?: number
   /** Unknown keys are remembered this long, so a flood of bad keys does not reach the database. */
   negativeTtlMs?: number
   maxEntries?: number
@@ -22,7 +31,8 @@ export interface KeyCacheOptions {
  * Resolves API keys by the hash of their secret, from memory when warm: a known key costs no
  * database round trip. Entries older than `refreshAfterMs` are served while one background lookup
  * refreshes them, so a revoke or expiry change is seen within about that time even when no change
- * notice arrives; a notice (`subscribeTo`) drops the organization's entries at once.
+ * notice arrives; a notice (`subscribeTo`) drops the organization's entries at once. While the bus
+ * is known to deliver every change, entries read since its last gap wait `coveredRefreshAfterMs`.
  */
 export class ApiKeyCache {
   private readonly entries = new Map<string, CacheEntry>()
@@ -35,6 +45,8 @@ export class ApiKeyCache {
    */
   private readonly invalidatedAt = new Map<string, number>()
   private readonly refreshAfterMs: number
+  private readonly coveredRefreshAfterMs: number
+  private changes: ChangeBus | null = null
   private readonly negativeTtlMs: number
   private readonly maxEntries: number
   private readonly now: () => number
@@ -42,6 +54,7 @@ export class ApiKeyCache {
 
   constructor(private readonly store: IdentityStore, options: KeyCacheOptions = {}) {
     this.refreshAfterMs = options.refreshAfterMs ?? 1_000
+    this.coveredRefreshAfterMs = options.coveredRefreshAfterMs ?? 60_000
     this.negativeTtlMs = options.negativeTtlMs ?? 1_000
     this.maxEntries = options.maxEntries ?? 100_000
     this.now = options.now ?? Date.now
@@ -56,7 +69,7 @@ export class ApiKeyCache {
       if (entry.identity === null) {
         if (ageMs < this.negativeTtlMs) return null
       } else {
-        if (ageMs >= this.refreshAfterMs) this.fetch(hashHex).catch(() => {})
+        if (ageMs >= this.refreshAfterMs && (ageMs >= this.coveredRefreshAfterMs || !this.covered(entry))) this.fetch(hashHex).catch(() => {})
         return entry.identity
       }
     }
@@ -77,9 +90,19 @@ export class ApiKeyCache {
 
   /** Drops an organization's keys whenever `changes` announces a change of it; returns the unsubscribe. */
   subscribeTo(changes: ChangeBus): () => void {
-    return changes.subscribe((change) => {
+    this.changes = changes
+    const unsubscribe = changes.subscribe((change) => {
       if (change.kind === 'organization') this.invalidateOrganization(change.orgId)
     })
+    return () => {
+      if (this.changes === changes) this.changes = null
+      unsubscribe()
+    }
+  }
+
+  // Read during the bus's current stretch: any change since would have dropped it.
+  private covered(entry: CacheEntry): boolean {
+    return entry.coverage !== null && entry.coverage === (this.changes?.coverage ?? null)
   }
 
   private fetch(hashHex: string): Promise<ApiKeyIdentity | null> {
@@ -107,18 +130,19 @@ export class ApiKeyCache {
    */
   private async read(hashHex: string, rereads = 1): Promise<ApiKeyIdentity | null> {
     const startedAt = this.generation
+    const coverage = this.changes?.coverage ?? null
     const identity = await this.store.findApiKeyByHash(hashHex)
     const overtaken = identity !== null && (this.invalidatedAt.get(identity.orgId) ?? 0) > startedAt
-    if (!overtaken) this.remember(hashHex, identity)
+    if (!overtaken) this.remember(hashHex, identity, coverage)
     else if (rereads > 0) return this.read(hashHex, rereads - 1)
     return identity
   }
 
-  private remember(hashHex: string, identity: ApiKeyIdentity | null): void {
+  private remember(hashHex: string, identity: ApiKeyIdentity | null, coverage: number | null): void {
     if (this.entries.size >= this.maxEntries && !this.entries.has(hashHex)) {
       const oldest = this.entries.keys().next().value
       if (oldest !== undefined) this.entries.delete(oldest)
     }
-    this.entries.set(hashHex, { identity, fetchedAtMs: this.now() })
+    this.entries.set(hashHex, { identity, fetchedAtMs: this.now(), coverage })
   }
 }

@@ -108,8 +108,12 @@ describe('RedisChangeBus on a real Redis', () => {
     const proxy = redisProxy()
     const a = await openBus(channel)
     const b = await openBus(channel, proxy.via(redisUrl))
+    const stretchBefore = b.bus.coverage
 
+    proxy.refusing = true
     proxy.cut()
+    await waitFor(() => b.bus.coverage === null, { what: 'the bus noticing the cut' })
+    proxy.refusing = false
     await waitFor(
       async () => {
         await a.bus.publish({ kind: 'organization', orgId: 'org_after_cut' })
@@ -120,6 +124,10 @@ describe('RedisChangeBus on a real Redis', () => {
 
     expect(b.received[0]).toEqual({ kind: 'organization', orgId: 'org_after_cut' })
     expect(b.bus.isListening).toBe(true)
+    // Changes made during the cut were lost: what caches read before it is no longer covered.
+    expect(stretchBefore).not.toBeNull()
+    expect(b.bus.coverage).not.toBeNull()
+    expect(b.bus.coverage).not.toBe(stretchBefore)
   })
 
   test('a bus started while Redis is down subscribes once it is reachable', async () => {
@@ -137,6 +145,7 @@ describe('RedisChangeBus on a real Redis', () => {
     await waitFor(() => b.received.length > 0, { what: "B's delivery" })
 
     expect(listeningWhileDown).toBe(false)
+    expect(b.bus.coverage).not.toBeNull()
     expect(b.received).toEqual([{ kind: 'organization', orgId: 'org_1' }])
   })
 
@@ -167,5 +176,6 @@ describe('RedisChangeBus without Redis', () => {
     expect(received).toEqual([{ kind: 'organization', orgId: 'org_1' }])
     expect(logged).toEqual([expect.stringContaining('publishing a governance change failed')])
     expect(bus.isListening).toBe(false)
+    expect(bus.coverage).toBeNull()
   })
 })

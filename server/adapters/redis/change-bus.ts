@@ -28,6 +28,8 @@ function isGovernanceChange(value: unknown): value is GovernanceChange {
  * reconnect; a subscription that failed because Redis was down is made again once it is back.
  * While Redis is down changes only reach this instance and publishing logs: caches then rely on
  * their own refresh (the API key cache re-reads entries older than a second) to bound staleness.
+ * Each subscription starts a new stretch of `coverage`, so what was read before a disconnect is
+ * treated as possibly stale once the bus listens again.
  */
 export class RedisChangeBus implements ChangeBus {
   private readonly local = new LocalChangeBus()
@@ -37,6 +39,7 @@ export class RedisChangeBus implements ChangeBus {
   private readonly log: (message: string) => void
   private readonly busId = crypto.randomUUID()
   private subscribed = false
+  private stretch = 0
 
   constructor(
     private readonly client: RedisClient,
@@ -55,6 +58,10 @@ export class RedisChangeBus implements ChangeBus {
   /** Whether changes of other instances are arriving: subscribed, and connected (a reconnect resubscribes before it is ready). */
   get isListening(): boolean {
     return this.subscribed && this.subscriber.isReady
+  }
+
+  get coverage(): number | null {
+    return this.isListening ? this.stretch : null
   }
 
   async publish(change: GovernanceChange): Promise<void> {
@@ -82,6 +89,7 @@ export class RedisChangeBus implements ChangeBus {
   private async listen(): Promise<void> {
     try {
       await this.subscriber.subscribe(this.channel, this.receive)
+      this.stretch += 1
       this.subscribed = true
     } catch (error) {
       this.log(`redis: subscribing to governance changes failed (${(error as Error).message}); retrying when reconnected`)

@@ -19,11 +19,31 @@ export const catalogChangeKinds: ReadonlySet<unknown> = new Set(['model_retireme
 export interface ChangeBus {
   publish(change: GovernanceChange): Promise<void>
   subscribe(listener: (change: GovernanceChange) => void): () => void
+  /**
+   * Names the current unbroken stretch of delivery: the value stays the same while every change
+   * that anyone commits reaches this instance's listeners, and moves on after a gap that may have
+   * lost some; null while changes may be missed (writers outside the bus's reach, or its connection
+   * is down). Caches may keep what they read within one stretch for longer.
+   */
+  readonly coverage: number | null
+}
+
+export interface LocalChangeBusOptions {
+  /**
+   * This process makes every change to the database, so the bus sees them all: true for the
+   * embedded database, which one process holds at a time; false when other instances may share it.
+   */
+  soleWriter?: boolean
 }
 
 /** The bus of a single gateway process. */
 export class LocalChangeBus implements ChangeBus {
   private readonly listeners = new Set<(change: GovernanceChange) => void>()
+  readonly coverage: number | null
+
+  constructor(options: LocalChangeBusOptions = {}) {
+    this.coverage = options.soleWriter ? 0 : null
+  }
 
   async publish(change: GovernanceChange): Promise<void> {
     this.deliver(change)

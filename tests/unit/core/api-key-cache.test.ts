@@ -213,6 +213,76 @@ describe('ApiKeyCache.invalidateOrganization', () => {
   })
 })
 
+/** A bus whose coverage the test sets: a number while it delivers every change, null while it may miss some. */
+class SettableBus extends LocalChangeBus {
+  override coverage: number | null = 1
+}
+
+describe('ApiKeyCache on a bus that delivers every change', () => {
+  function cacheOn(bus: LocalChangeBus) {
+    let now = 0
+    const store = new CountingStore()
+    const cache = new ApiKeyCache(store, { refreshAfterMs: 1_000, coveredRefreshAfterMs: 60_000, now: () => now })
+    cache.subscribeTo(bus)
+    return { store, cache, at: (ms: number) => (now = ms) }
+  }
+
+  test("the embedded database's bus keeps entries for the long refresh, not the short one", async () => {
+    const { store, cache, at } = cacheOn(new LocalChangeBus({ soleWriter: true }))
+    await cache.lookup('h')
+
+    at(30_000)
+    cache.lookup('h')
+    const afterShort = store.lookups
+    at(60_000)
+    cache.lookup('h')
+    await settle()
+
+    expect(afterShort).toBe(1)
+    expect(store.lookups).toBe(2)
+  })
+
+  test('a bus that other writers bypass keeps the short refresh', async () => {
+    const { store, cache, at } = cacheOn(new LocalChangeBus())
+    await cache.lookup('h')
+
+    at(1_500)
+    cache.lookup('h')
+    await settle()
+
+    expect(store.lookups).toBe(2)
+  })
+
+  test('entries read before a gap in delivery, or during one, are refreshed after the short time', async () => {
+    const bus = new SettableBus()
+    const { store, cache, at } = cacheOn(bus)
+    await cache.lookup('before-gap')
+    bus.coverage = null
+    await cache.lookup('during-gap')
+    bus.coverage = 2
+    await cache.lookup('after-gap')
+
+    at(1_500)
+    for (const hash of ['before-gap', 'during-gap', 'after-gap']) cache.lookup(hash)
+    await settle()
+
+    expect(store.lookups).toBe(3 + 2)
+  })
+
+  test('after unsubscribing, entries fall back to the short refresh', async () => {
+    const { store, cache, at } = cacheOn(new LocalChangeBus({ soleWriter: true }))
+    await cache.lookup('h')
+    const unsubscribe = cache.subscribeTo(new LocalChangeBus({ soleWriter: true }))
+    unsubscribe()
+
+    at(1_500)
+    cache.lookup('h')
+    await settle()
+
+    expect(store.lookups).toBe(2)
+  })
+})
+
 describe('ApiKeyCache when the store fails', () => {
   test('a cold key answers 503 service_unavailable, while a warm key is still served', async () => {
     let failing = false
