@@ -16,29 +16,16 @@ export interface UsageBatch {
 const usageColumns =
   '(request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at)'
 
-// CSV text field: always quoted, so commas, quotes and newlines in a model id cannot shift columns,
-// and an empty string stays distinct from NULL (an unquoted empty field).
-function quoted(text: string): string {
-  return `"${text.replaceAll('"', '""')}"`
+// The inside of a quoted CSV field. Every text field is quoted, so commas, quotes and newlines in
+// a model id cannot shift columns, and an empty string stays distinct from NULL (an unquoted empty
+// field). Built on the hot path's thread for every request: a template, not an array join.
+function inQuotes(text: string): string {
+  return text.includes('"') ? text.replaceAll('"', '""') : text
 }
 
 function csvLine(event: UsageEvent): string {
-  return [
-    quoted(event.requestId),
-    quoted(event.orgId),
-    quoted(event.projectId),
-    quoted(event.keyId),
-    quoted(event.model),
-    quoted(event.endpoint),
-    event.stream ? 't' : 'f',
-    event.promptTokens,
-    event.completionTokens,
-    event.costMicros,
-    event.status,
-    event.latencyMs,
-    event.region === null ? '' : quoted(event.region),
-    event.createdAt.toISOString(),
-  ].join(',')
+  const region = event.region === null ? '' : `"${inQuotes(event.region)}"`
+  return `"${inQuotes(event.requestId)}","${inQuotes(event.orgId)}","${inQuotes(event.projectId)}","${inQuotes(event.keyId)}","${inQuotes(event.model)}","${event.endpoint}",${event.stream ? 't' : 'f'},${event.promptTokens},${event.completionTokens},${event.costMicros},${event.status},${event.latencyMs},${region},${event.createdAt.toISOString()}\n`
 }
 
 export function usageBatch(events: UsageEvent[]): UsageBatch {
@@ -48,7 +35,7 @@ export function usageBatch(events: UsageEvent[]): UsageBatch {
     if (!seen || seen < event.createdAt) newest.set(event.keyId, event.createdAt)
   }
   return {
-    csv: events.map(csvLine).join('\n') + '\n',
+    csv: events.map(csvLine).join(''),
     lastUsed: JSON.stringify([...newest].map(([keyId, at]) => [keyId, at.toISOString()])),
   }
 }
