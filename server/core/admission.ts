@@ -17,10 +17,12 @@ export const rateWindowMs = 60_000
 
 /**
  * How long a settled request id is remembered, so that a replayed settlement changes nothing.
- * Replays come from retries of a settle whose answer was lost: seconds later, not hours. Each
- * remembered id costs about 100 bytes in the store, for this long.
+ * The gateway settles each request once and never retries a settle whose answer was lost (the
+ * hold expires and the usage row keeps the debit), so this window only absorbs duplicates that
+ * arrive seconds apart. Each remembered id costs the store memory for this long, at every request
+ * per second the gateway serves: a minute at 14,000 req/s is 840,000 ids.
  */
-export const defaultSettledRetentionMs = 10 * 60_000
+export const defaultSettledRetentionMs = 60_000
 
 /** The largest amount, in micro-EGP, the stores hold exactly: 2^53 - 1. */
 export const maxMicros = 9_007_199_254_740_991n

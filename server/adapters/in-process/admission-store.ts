@@ -21,6 +21,7 @@ import {
   type SettleResult,
   type Settlement,
 } from '../../core/admission'
+import { RecentIds } from './recent-ids'
 
 interface Hold {
   keyId: string
@@ -45,8 +46,8 @@ interface OrgState {
   holds: Map<string, Hold>
   /** No hold expires before this (a lower bound): until then there is nothing to release. */
   nextExpiryMs: number
-  /** Settled request id -> when it is forgotten, in settling order. */
-  settled: Map<string, number>
+  /** Request ids settled within the retention. */
+  settled: RecentIds
 }
 
 // Months of settled spend kept per organization: the current one, and the previous ones that
@@ -107,8 +108,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     const org = this.orgs.get(settlement.orgId)
     if (!org) return { outcome: 'not_loaded', debitedMicros: 0n, releasedMicros: 0n }
     const { requestId, nowMs, costMicros, month } = settlement
-    forgetSettled(org, nowMs)
-    if (isRemembered(org, requestId, nowMs)) return { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n }
+    if (org.settled.has(requestId, nowMs)) return { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n }
 
     const hold = org.holds.get(requestId)
     if (hold) {
@@ -120,7 +120,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
       addSpend(org.keySpend, month, settlement.keyId, costMicros)
       addSpend(org.projectSpend, month, settlement.projectId, costMicros)
     }
-    org.settled.set(requestId, nowMs + this.settledRetentionMs)
+    org.settled.add(requestId, nowMs)
     return { outcome: hold ? 'settled' : 'settled_unreserved', debitedMicros: costMicros, releasedMicros: hold?.amount ?? 0n }
   }
 
@@ -131,7 +131,6 @@ export class InProcessAdmissionStore implements AdmissionStore {
     for (const [keyId, window] of org.windows) {
       if (window.length === 0 || window[window.length - 1]! <= nowMs - rateWindowMs) org.windows.delete(keyId)
     }
-    forgetSettled(org, nowMs)
     return releaseExpiredHolds(org, nowMs)
   }
 
@@ -140,7 +139,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     let org = this.orgs.get(orgId)
     if (org && options.onlyIfNotLoaded) return false
     if (!org) {
-      org = { balance: 0n, held: 0n, keyHeld: new Map(), projectHeld: new Map(), keySpend: new Map(), projectSpend: new Map(), windows: new Map(), holds: new Map(), nextExpiryMs: Infinity, settled: new Map() }
+      org = { balance: 0n, held: 0n, keyHeld: new Map(), projectHeld: new Map(), keySpend: new Map(), projectSpend: new Map(), windows: new Map(), holds: new Map(), nextExpiryMs: Infinity, settled: new RecentIds(this.settledRetentionMs) }
       this.orgs.set(orgId, org)
     }
     org.balance = counters.balanceMicros
@@ -175,18 +174,6 @@ export class InProcessAdmissionStore implements AdmissionStore {
         .map(([requestId, hold]) => ({ requestId, keyId: hold.keyId, projectId: hold.projectId, month: hold.month, amountMicros: hold.amount, expiresAtMs: hold.expiresAtMs }))
         .sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
     }
-  }
-}
-
-function isRemembered(org: OrgState, requestId: string, nowMs: number): boolean {
-  const forgetAtMs = org.settled.get(requestId)
-  return forgetAtMs !== undefined && forgetAtMs > nowMs
-}
-
-function forgetSettled(org: OrgState, nowMs: number): void {
-  for (const [requestId, forgetAtMs] of org.settled) {
-    if (forgetAtMs > nowMs) break
-    org.settled.delete(requestId)
   }
 }
 
