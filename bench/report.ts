@@ -5,7 +5,7 @@ import type { TtfbResult } from './ttfb'
 
 /** One throughput scenario: measured, failed before measuring, or skipped. */
 export interface ScenarioOutcome {
-  id: 'a' | 'b' | 'c'
+  id: 'a' | 'b' | 'c' | 'd'
   label: string
   result: LoadResult | null
   /** Why it was not measured: the gateway is missing, or the check request failed. */
@@ -136,7 +136,7 @@ export function renderReport(report: BenchReport): string {
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
     `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +
       'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens)',
-    '- CPU: share of one core used by the process while the scenario ran (from /proc)',
+    '- CPU: share of one core used by the process while the scenario ran (from /proc); in (d) the gateway column is the bare proxy',
     '',
     errors > 0 ? `**FLAGGED: ${errors} failed request(s) or check(s) in this run; the numbers below are not clean.**\n` : '',
     ...throughputTable(report),

@@ -18,7 +18,7 @@ import { requestsPerSecond, totalErrors } from './load-result'
 import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
-import { startUpstream, type RunningUpstream } from './upstream-process'
+import { startBareProxy, startUpstream, type RunningUpstream } from './upstream-process'
 
 export interface Options {
   durationS: number
@@ -113,6 +113,8 @@ export interface Scenario {
   bodyFile: string
   keysFile: string | null
   firstKey: string | null
+  /** The process whose CPU the gateway column shows, when not the gateway. */
+  pid?: number
 }
 
 /** The round with the median throughput, carrying every round's req/s; a round that failed or had errors wins, to be seen. */
@@ -129,7 +131,8 @@ export async function measureScenario(
   scenario: Scenario,
   context: { tool: LoadTool; options: Options; processes: ProcessGroup; workDir: string; pids: { gateway: number | null; upstream: number }; isWarm: boolean },
 ): Promise<ScenarioOutcome> {
-  const { tool, options, processes, workDir, pids, isWarm } = context
+  const { tool, options, processes, workDir, isWarm } = context
+  const pids = scenario.pid ? { ...context.pids, gateway: scenario.pid } : context.pids
   const outcome: ScenarioOutcome = { id: scenario.id, label: scenario.label, result: null, notMeasured: null, cpuPercent: { gateway: null, upstream: null } }
   const problem = await checkChat(scenario.url, await Bun.file(scenario.bodyFile).text(), scenario.firstKey)
   if (problem) {
@@ -165,6 +168,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
 
   const upstream: RunningUpstream = await startUpstream(processes, workDir)
   console.error(`fake upstream: ${upstream.baseUrl}`)
+  const bareProxy = await startBareProxy(processes, workDir, upstream.baseUrl)
 
   let gateway: RunningGateway | null = null
   const gatewayMissing = ['server/main.ts', 'server/cli.ts'].filter((path) => !existsSync(join(repoDir, path)))
@@ -203,6 +207,8 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     scenarios.push({ id: 'b', label: 'gateway to the fake upstream', bodyFile: files.viaUpstream, ...common })
     scenarios.push({ id: 'c', label: 'gateway on the simulator', bodyFile: files.viaSimulator, ...common })
   }
+  // Its CPU shows in the gateway column.
+  scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid })
 
   const outcomes: ScenarioOutcome[] = []
   const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid }
@@ -210,7 +216,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   let deadServer: string | null = null
   const checkServers = async (when: string) => {
     if (deadServer) return
-    deadServer = (await upstream.exitReport()) ?? (await gateway?.exitReport()) ?? null
+    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await gateway?.exitReport()) ?? null
     if (deadServer) {
       console.error(deadServer)
       notes.push(`${when} ${deadServer.replaceAll('|', '/')}`)
@@ -235,6 +241,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   for (const id of ['b', 'c'] as const) {
     if (!gateway) outcomes.push({ id, label: id === 'b' ? 'gateway to the fake upstream' : 'gateway on the simulator', result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, upstream: null } })
   }
+  outcomes.sort((a, b) => a.id.localeCompare(b.id))
 
   console.error(`measuring time to first byte (${options.ttfbRequests} streamed requests per target) ...`)
   const ttfbTargets: TtfbTarget[] = [{ name: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, body: streamedChatBody('fake-echo') }]
