@@ -149,6 +149,25 @@ describe('RedisChangeBus on a real Redis', () => {
     expect(b.received).toEqual([{ kind: 'organization', orgId: 'org_1' }])
   })
 
+  test('a change whose PUBLISH failed is published again once Redis is reachable', async () => {
+    const channel = newChannel()
+    const proxy = redisProxy()
+    proxy.refusing = true
+    const logged: string[] = []
+    const a = startBus(channel, proxy.via(redisUrl), (message) => logged.push(message))
+    const b = await openBus(channel)
+
+    await a.bus.publish({ kind: 'organization', orgId: 'org_while_down' })
+    const receivedWhileDown = [...b.received]
+    proxy.refusing = false
+    await waitFor(() => b.received.length > 0, { what: 'the change after Redis came back' })
+
+    expect(receivedWhileDown).toEqual([])
+    expect(a.received).toEqual([{ kind: 'organization', orgId: 'org_while_down' }])
+    expect(b.received).toEqual([{ kind: 'organization', orgId: 'org_while_down' }])
+    expect(logged).toEqual([expect.stringContaining('publishing a governance change failed'), expect.stringContaining('went through')])
+  })
+
   test('ignores messages on the channel that are not changes', async () => {
     const channel = newChannel()
     const logged: string[] = []

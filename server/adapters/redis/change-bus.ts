@@ -6,6 +6,8 @@ export interface RedisChangeBusOptions {
   channel?: string
   /** How long a PUBLISH may take before it is given up on (and logged). */
   publishTimeoutMs?: number
+  /** How long a failed PUBLISH is retried, with backoff: the time other instances may keep a covered cache entry. */
+  publishRetryForMs?: number
   log?: (message: string) => void
 }
 
@@ -29,13 +31,18 @@ function isGovernanceChange(value: unknown): value is GovernanceChange {
  * While Redis is down changes only reach this instance and publishing logs: caches then rely on
  * their own refresh (the API key cache re-reads entries older than a second) to bound staleness.
  * Each subscription starts a new stretch of `coverage`, so what was read before a disconnect is
- * treated as possibly stale once the bus listens again.
+ * treated as possibly stale once the bus listens again. Other instances trust their caches while
+ * they listen, so a PUBLISH that failed is retried in the background until it goes through or the
+ * time they would re-read anyway has passed.
  */
 export class RedisChangeBus implements ChangeBus {
   private readonly local = new LocalChangeBus()
   private readonly subscriber: RedisClient
   private readonly channel: string
   private readonly publishTimeoutMs: number
+  private readonly publishRetryForMs: number
+  private readonly retries = new Set<ReturnType<typeof setTimeout>>()
+  private closed = false
   private readonly log: (message: string) => void
   private readonly busId = crypto.randomUUID()
   private subscribed = false
@@ -47,6 +54,7 @@ export class RedisChangeBus implements ChangeBus {
   ) {
     this.channel = options.channel ?? 'nilegate:governance-changes'
     this.publishTimeoutMs = options.publishTimeoutMs ?? 1_000
+    this.publishRetryForMs = options.publishRetryForMs ?? 60_000
     this.log = options.log ?? ((message) => console.error(message))
     this.subscriber = client.duplicate()
     // Unheard 'error' events would throw; the publishing client already reports outages.
@@ -66,21 +74,44 @@ export class RedisChangeBus implements ChangeBus {
 
   async publish(change: GovernanceChange): Promise<void> {
     this.local.deliver(change)
-    const message: ChangeMessage = { from: this.busId, change }
+    const message = JSON.stringify({ from: this.busId, change } satisfies ChangeMessage)
+    const failure = await this.tryPublish(message)
+    if (failure === null) return
+    // The change is committed; it reaches the others once a retry goes through, or their refresh.
+    this.log(`redis: publishing a governance change failed (${failure}); retrying in the background, and other gateways re-read within a minute regardless`)
+    this.retryPublish(message, performance.now() + this.publishRetryForMs, 250)
+  }
+
+  /** PUBLISHes; null when it went through, else why not. */
+  private async tryPublish(message: string): Promise<string | null> {
     try {
-      await withDeadline(this.client.publish(this.channel, JSON.stringify(message)), this.publishTimeoutMs)
+      await withDeadline(this.client.publish(this.channel, message), this.publishTimeoutMs)
+      return null
     } catch (error) {
-      // The change is committed; other instances see it once their caches refresh.
-      this.log(`redis: publishing a governance change failed (${(error as Error).message}); other gateways see it within their cache refresh`)
+      return (error as Error).message
     }
+  }
+
+  private retryPublish(message: string, untilMs: number, delayMs: number): void {
+    if (this.closed || performance.now() + delayMs > untilMs) return
+    const timer = setTimeout(async () => {
+      this.retries.delete(timer)
+      if (this.closed) return
+      if ((await this.tryPublish(message)) === null) this.log('redis: a governance change that failed to publish went through')
+      else this.retryPublish(message, untilMs, Math.min(delayMs * 2, 5_000))
+    }, delayMs)
+    this.retries.add(timer)
   }
 
   subscribe(listener: (change: GovernanceChange) => void): () => void {
     return this.local.subscribe(listener)
   }
 
-  /** Stops listening and closes the subscriber connection; the publishing client stays open. */
+  /** Stops listening and retrying, and closes the subscriber connection; the publishing client stays open. */
   close(): void {
+    this.closed = true
+    for (const timer of this.retries) clearTimeout(timer)
+    this.retries.clear()
     this.subscribed = false
     this.subscriber.destroy()
   }
