@@ -1,8 +1,9 @@
 /**
  * Remembers ids for at least `retentionMs` and less than twice that: two sets, one per period of
- * `retentionMs`, the older one dropped whole when a period begins. Each id is kept as a 53-bit hash, a plain number, so that the hundreds
- * of thousands a busy gateway remembers are nothing for the garbage collector to trace (as strings
- * in a map they cost it pauses of tens of milliseconds), and forgetting them is dropping one set.
+ * `retentionMs`, the older one dropped whole when a period begins. Each id is kept as a 53-bit
+ * hash, a plain number, so that the hundreds of thousands a busy gateway remembers are nothing for
+ * the garbage collector to trace (as strings in a map they cost it pauses of tens of
+ * milliseconds), and forgetting them is dropping one set.
  *
  * Two different ids share a hash with a chance of about n / 2^53 per lookup among n remembered:
  * one in ten billion at a million ids. For settled request ids that would skip one debit in the
