@@ -50,10 +50,13 @@ export async function waitForLogLine(logPath: string, pattern: RegExp, child: Su
   throw new Error(`${logPath}: nothing matched ${pattern} within ${timeoutMs} ms`)
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc; null where that is not readable. */
-export async function cpuSeconds(pid: number): Promise<number | null> {
+/**
+ * CPU seconds (user + system) a process, or with `mainThread` only its first thread, has used so
+ * far, from /proc; null where that is not readable.
+ */
+export async function cpuSeconds(pid: number, { mainThread = false } = {}): Promise<number | null> {
   try {
-    const stat = await Bun.file(`/proc/${pid}/stat`).text()
+    const stat = await Bun.file(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`).text()
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (clock ticks).
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     return (Number(fields[11]) + Number(fields[12])) / 100

@@ -11,7 +11,8 @@ export interface ScenarioOutcome {
   /** Why it was not measured: the gateway is missing, or the check request failed. */
   notMeasured: string | null
   /** Share of one core used during the measurement, per process. */
-  cpuPercent: { gateway: number | null; upstream: number | null }
+  /** `gatewayMain`: the gateway's main thread alone, which serves every request. */
+  cpuPercent: { gateway: number | null; gatewayMain: number | null; upstream: number | null }
   /** req/s of every round when there were several; the rest of the outcome is the median round's. */
   roundsRps?: number[]
 }
@@ -48,7 +49,7 @@ function roundsCell(scenario: ScenarioOutcome): string {
 function throughputTable(report: BenchReport): string[] {
   const direct = report.scenarios.find((scenario) => scenario.id === 'a')?.result
   const lines = [
-    '| scenario | req/s | p50 ms | p90 ms | p99 ms | errors | vs (a) | CPU gateway | CPU upstream |',
+    '| scenario | req/s | p50 ms | p90 ms | p99 ms | errors | vs (a) | CPU gateway (main thread) | CPU upstream |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const scenario of report.scenarios) {
@@ -62,7 +63,7 @@ function throughputTable(report: BenchReport): string[] {
     lines.push(
       `| (${scenario.id}) ${scenario.label} | ${requestsPerSecond(result).toFixed(0)}${roundsCell(scenario)} | ${ms(result.latency_us.p50)} | ` +
         `${ms(result.latency_us.p90)} | ${ms(result.latency_us.p99)} | ${errorCell(result)} | ${share} | ` +
-        `${cpu(scenario.cpuPercent.gateway)} | ${cpu(scenario.cpuPercent.upstream)} |`,
+        `${cpu(scenario.cpuPercent.gateway)}${scenario.cpuPercent.gatewayMain === null ? '' : ` (${cpu(scenario.cpuPercent.gatewayMain)})`} | ${cpu(scenario.cpuPercent.upstream)} |`,
     )
   }
   return lines
@@ -136,7 +137,7 @@ export function renderReport(report: BenchReport): string {
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
     `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +
       'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens)',
-    '- CPU: share of one core used by the process while the scenario ran (from /proc); in (d) the gateway column is the bare proxy',
+    '- CPU: share of one core used by the process while the scenario ran, in brackets by its main thread alone, which serves every request (from /proc); in (d) the gateway column is the bare proxy',
     '',
     errors > 0 ? `**FLAGGED: ${errors} failed request(s) or check(s) in this run; the numbers below are not clean.**\n` : '',
     ...throughputTable(report),

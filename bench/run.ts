@@ -133,7 +133,7 @@ export async function measureScenario(
 ): Promise<ScenarioOutcome> {
   const { tool, options, processes, workDir, isWarm } = context
   const pids = scenario.pid ? { ...context.pids, gateway: scenario.pid } : context.pids
-  const outcome: ScenarioOutcome = { id: scenario.id, label: scenario.label, result: null, notMeasured: null, cpuPercent: { gateway: null, upstream: null } }
+  const outcome: ScenarioOutcome = { id: scenario.id, label: scenario.label, result: null, notMeasured: null, cpuPercent: { gateway: null, gatewayMain: null, upstream: null } }
   const problem = await checkChat(scenario.url, await Bun.file(scenario.bodyFile).text(), scenario.firstKey)
   if (problem) {
     outcome.notMeasured = `FAILED check: ${problem.replaceAll('|', '/').replaceAll('\n', ' ')}`
@@ -146,14 +146,22 @@ export async function measureScenario(
   }
 
   const startedAt = performance.now()
-  const cpuBefore = { gateway: pids.gateway ? await cpuSeconds(pids.gateway) : null, upstream: await cpuSeconds(pids.upstream) }
+  const cpuBefore = {
+    gateway: pids.gateway ? await cpuSeconds(pids.gateway) : null,
+    gatewayMain: pids.gateway ? await cpuSeconds(pids.gateway, { mainThread: true }) : null,
+    upstream: await cpuSeconds(pids.upstream),
+  }
   outcome.result = await runLoadTool(tool, { ...run, durationS: options.durationS, logPath: join(workDir, `load-${scenario.id}-${Date.now()}.log`) }, processes)
   const wallS = (performance.now() - startedAt) / 1000
-  const share = async (pid: number | null, before: number | null) => {
-    const after = pid ? await cpuSeconds(pid) : null
+  const share = async (pid: number | null, before: number | null, mainThread = false) => {
+    const after = pid ? await cpuSeconds(pid, { mainThread }) : null
     return after === null || before === null ? null : ((after - before) / wallS) * 100
   }
-  outcome.cpuPercent = { gateway: await share(pids.gateway, cpuBefore.gateway), upstream: await share(pids.upstream, cpuBefore.upstream) }
+  outcome.cpuPercent = {
+    gateway: await share(pids.gateway, cpuBefore.gateway),
+    gatewayMain: await share(pids.gateway, cpuBefore.gatewayMain, true),
+    upstream: await share(pids.upstream, cpuBefore.upstream),
+  }
   return outcome
 }
 
@@ -228,7 +236,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   for (let round = 1; round <= options.rounds; round++) {
     for (const [index, scenario] of scenarios.entries()) {
       if (deadServer) {
-        rounds[index]!.push({ id: scenario.id, label: scenario.label, result: null, notMeasured: 'FAILED: a server had exited', cpuPercent: { gateway: null, upstream: null } })
+        rounds[index]!.push({ id: scenario.id, label: scenario.label, result: null, notMeasured: 'FAILED: a server had exited', cpuPercent: { gateway: null, gatewayMain: null, upstream: null } })
         continue
       }
       const roundLabel = options.rounds > 1 ? `, round ${round} of ${options.rounds}` : ''
@@ -239,7 +247,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   }
   outcomes.push(...rounds.map(medianRound))
   for (const id of ['b', 'c'] as const) {
-    if (!gateway) outcomes.push({ id, label: id === 'b' ? 'gateway to the fake upstream' : 'gateway on the simulator', result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, upstream: null } })
+    if (!gateway) outcomes.push({ id, label: id === 'b' ? 'gateway to the fake upstream' : 'gateway on the simulator', result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, gatewayMain: null, upstream: null } })
   }
   outcomes.sort((a, b) => a.id.localeCompare(b.id))
 
