@@ -108,7 +108,8 @@ export class InProcessAdmissionStore implements AdmissionStore {
     const org = this.orgs.get(settlement.orgId)
     if (!org) return { outcome: 'not_loaded', debitedMicros: 0n, releasedMicros: 0n }
     const { requestId, nowMs, costMicros, month } = settlement
-    if (org.settled.has(requestId, nowMs)) return { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n }
+    // Nothing below can fail: the id is remembered as settled from here on.
+    if (!org.settled.remember(requestId, nowMs)) return { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n }
 
     const hold = org.holds.get(requestId)
     if (hold) {
@@ -120,7 +121,6 @@ export class InProcessAdmissionStore implements AdmissionStore {
       addSpend(org.keySpend, month, settlement.keyId, costMicros)
       addSpend(org.projectSpend, month, settlement.projectId, costMicros)
     }
-    org.settled.add(requestId, nowMs)
     return { outcome: hold ? 'settled' : 'settled_unreserved', debitedMicros: costMicros, releasedMicros: hold?.amount ?? 0n }
   }
 

@@ -2,8 +2,8 @@
  * Remembers ids for at least `retentionMs` and less than twice that: two sets, one per period of
  * `retentionMs`, the older one dropped whole when a period begins. Each id is kept as a 53-bit
  * hash, a plain number, so that the hundreds of thousands a busy gateway remembers are nothing for
- * the garbage collector to trace (as strings in a map they cost it pauses of tens of
- * milliseconds), and forgetting them is dropping one set.
+ * the garbage collector to trace, and forgetting them is dropping one set. (Two million settles in
+ * a loop: 7 pauses over 5 ms, against 49 with the ids as strings in a map.)
  *
  * Two different ids share a hash with a chance of about n / 2^53 per lookup among n remembered:
  * one in ten billion at a million ids. For settled request ids that would skip one debit in the
@@ -16,15 +16,13 @@ export class RecentIds {
 
   constructor(private readonly retentionMs: number) {}
 
-  has(id: string, nowMs: number): boolean {
+  /** Remembers `id` from `nowMs` on; false, changing nothing, when it is remembered already. */
+  remember(id: string, nowMs: number): boolean {
     this.rotate(nowMs)
     const hash = hashId(id)
-    return this.current.has(hash) || this.previous.has(hash)
-  }
-
-  add(id: string, nowMs: number): void {
-    this.rotate(nowMs)
-    this.current.add(hashId(id))
+    if (this.current.has(hash) || this.previous.has(hash)) return false
+    this.current.add(hash)
+    return true
   }
 
   get size(): number {
