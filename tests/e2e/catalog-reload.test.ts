@@ -1,5 +1,6 @@
 import { afterAll, expect, test } from 'bun:test'
 import { join } from 'node:path'
+import { catalogFileModel } from '../support/catalog-file-model'
 import { createTempDir } from '../support/databases'
 import { ControlledStream, jsonResponse, sseFrame, startFakeUpstream, upstreamChunk, upstreamCompletion, upstreamStreamText, type FakeUpstream, type UpstreamHandler } from '../support/fake-upstream'
 import { useGateway } from '../support/gateway-process'
@@ -12,19 +13,14 @@ const secret = 'sk-e2e-upstream-secret'
 
 /** A catalog file: the reloaded model on `deployments`, and `extraModels` more models like it (with their own deployment ids). */
 function catalogFile(deployments: Array<{ id: string; upstream: FakeUpstream }>, extraModels: string[] = []) {
-  const entry = (id: string) => ({
-    id,
-    owned_by: 'e2e',
-    modality: 'chat',
-    context_window: 8192,
-    max_output_tokens: 256,
-    region: 'EG',
-    weights: 'Open weights',
-    published: '2024-01-01',
-    input_price_egp: '1',
-    output_price_egp: '1',
-    deployments: deployments.map(({ id: deploymentId, upstream }) => ({ id: id === model ? deploymentId : `${id}#${deploymentId}`, provider: 'openai-compatible', base_url: upstream.baseUrl, api_key_env: keyEnv })),
-  })
+  const entry = (id: string) =>
+    catalogFileModel({
+      id,
+      owned_by: 'e2e',
+      max_output_tokens: 256,
+      output_price_egp: '1',
+      deployments: deployments.map(({ id: deploymentId, upstream }) => ({ id: id === model ? deploymentId : `${id}#${deploymentId}`, provider: 'openai-compatible', base_url: upstream.baseUrl, api_key_env: keyEnv })),
+    })
   return JSON.stringify({ models: [entry(model), ...extraModels.map(entry)] })
 }
 

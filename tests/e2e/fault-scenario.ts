@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import { estimatePromptTokens } from '../../server/core/estimate-tokens'
 import { costMicros, parseEgp } from '../../server/core/money'
+import { catalogFileModel } from '../support/catalog-file-model'
 import { createTempDir } from '../support/databases'
 import { demoCatalogPath } from '../support/test-app'
 
@@ -30,18 +31,7 @@ export const worstCaseMicros = costMicros(estimatePromptTokens(messages), maxTok
 export const egp = (micros: bigint) => (Number(micros) / 1_000_000).toFixed(6)
 
 function simulatorModel(id: string, deployment: Record<string, unknown>) {
-  return {
-    id,
-    owned_by: 'e2e (simulator)',
-    modality: 'chat',
-    context_window: 8192,
-    max_output_tokens: 64,
-    region: 'EG',
-    weights: 'Open weights',
-    published: '2025-01-01',
-    ...prices,
-    deployments: [{ provider: 'simulator', ...deployment }],
-  }
+  return catalogFileModel({ id, owned_by: 'e2e (simulator)', max_output_tokens: 64, published: '2025-01-01', ...prices, deployments: [{ provider: 'simulator', ...deployment }] })
 }
 
 /** Writes the demo catalog plus the models above to a temp dir; returns its path and how to remove it. */

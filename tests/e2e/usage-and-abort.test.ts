@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import type OpenAI from 'openai'
 import postgres from 'postgres'
 import { hashApiKey } from '../../server/core/api-keys'
+import { catalogFileModel } from '../support/catalog-file-model'
 import { createTempDir } from '../support/databases'
 import { ControlledStream, doneFrame, sseFrame, startFakeUpstream, upstreamChunk, upstreamUsageChunk, type FakeUpstream, type ReceivedRequest } from '../support/fake-upstream'
 import { useGateway } from '../support/gateway-process'
@@ -57,19 +58,14 @@ beforeAll(async () => {
   })
   catalogDir = createTempDir('e2e-catalog')
   const demo = (await Bun.file(demoCatalogPath).json()) as { models: unknown[] }
-  const paced = {
+  const paced = catalogFileModel({
     id: pacedModel,
     owned_by: 'e2e (fake upstream)',
-    modality: 'chat',
-    context_window: 8192,
-    max_output_tokens: 1024,
-    region: 'EG',
-    weights: 'Open weights',
     published: '2025-01-01',
     input_price_egp: '2',
     output_price_egp: '6',
     deployments: [{ provider: 'openai-compatible', base_url: upstream.baseUrl, upstream_model: 'paced-upstream' }],
-  }
+  })
   await Bun.write(join(catalogDir.path, 'catalog.json'), JSON.stringify({ models: [...demo.models, paced] }))
 })
 

@@ -3,29 +3,13 @@ import { join } from 'node:path'
 import { followCatalogFile, parseCatalogContents, reloadCatalogFile } from '../../server/catalog-file'
 import { Catalog } from '../../server/core/catalog'
 import { LocalChangeBus } from '../../server/core/governance/changes'
+import { catalogFileModel } from '../support/catalog-file-model'
 import { createTempDir } from '../support/databases'
 import { waitFor } from '../support/wait-for'
 
 /** A catalog file of one chat model with these deployments, and top-level `extra`. */
 function catalogFile(deployments: unknown[], extra: Record<string, unknown> = {}) {
-  return {
-    ...extra,
-    models: [
-      {
-        id: 'nile/test-chat',
-        owned_by: 'test',
-        modality: 'chat',
-        context_window: 8192,
-        max_output_tokens: 1024,
-        region: 'EG',
-        weights: 'Open weights',
-        published: '2024-01-01',
-        input_price_egp: '1',
-        output_price_egp: '2',
-        deployments,
-      },
-    ],
-  }
+  return { ...extra, models: [catalogFileModel({ id: 'nile/test-chat', deployments })] }
 }
 
 const upstream = { provider: 'openai-compatible', base_url: 'http://vllm:8000/v1/' }

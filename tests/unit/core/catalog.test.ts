@@ -1,22 +1,10 @@
 import { describe, expect, test } from 'bun:test'
 import { parseCatalogContents } from '../../../server/catalog-file'
 import { Catalog, defaultTimeouts, type StoredDeployment } from '../../../server/core/catalog'
+import { catalogFileModel } from '../../support/catalog-file-model'
 
 function fileModel(id: string, options: { status?: 'live' | 'retired'; deployments?: unknown[] } = {}) {
-  return {
-    id,
-    owned_by: 'test',
-    status: options.status ?? 'live',
-    modality: 'chat',
-    context_window: 8192,
-    max_output_tokens: 1024,
-    region: 'EG',
-    weights: 'Open weights',
-    published: '2024-01-01',
-    input_price_egp: '1',
-    output_price_egp: '2',
-    deployments: options.deployments ?? [{ provider: 'simulator' }],
-  }
+  return catalogFileModel({ id, status: options.status ?? 'live', ...(options.deployments ? { deployments: options.deployments } : {}) })
 }
 
 const file = (...models: unknown[]) => parseCatalogContents({ circuit: { failures: 3, cooldown_ms: 1_000 }, models })
