@@ -8,6 +8,7 @@ import { HealthProbes } from './core/health-probes'
 import { formatEgp } from './core/money'
 import { PeriodicReconciler } from './core/periodic-reconciler'
 import { Router } from './core/router'
+import { Settlements } from './core/settlements'
 import { UsageRecorder } from './core/usage-recorder'
 import { InProcessAdmissionStore } from './adapters/in-process/admission-store'
 import { OutboxMailer } from './adapters/mail/outbox-mailer'
@@ -54,6 +55,7 @@ async function openAdmissionStore() {
   return store
 }
 const admission = await openAdmissionStore()
+const settlements = new Settlements(admission)
 // Revokes, suspensions and other changes reach every instance's caches through Redis when there is one.
 const redisChanges = redis ? new RedisChangeBus(redis) : null
 // Without Redis the bus sees every change only when this process alone writes (the embedded database).
@@ -81,6 +83,7 @@ const app = buildApp({
   providerFor: createProviderRegistry(),
   usage,
   admission,
+  settlements,
   ledger: database.ledger,
   keys,
   bodyBudgetBytes: config.bodyBudgetBytes,
@@ -129,6 +132,8 @@ async function shutdown(signal: string): Promise<void> {
   smtp?.close()
   await reconciler?.stop()
   await control?.stop()
+  // Usage rows are queued once their settlements are answered: those first.
+  await settlements.drain()
   await usage.close()
   redisChanges?.close()
   await redis?.close()

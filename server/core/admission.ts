@@ -16,13 +16,25 @@ export { billingMonth, defaultBillingTimeZone } from './admission-month'
 export const rateWindowMs = 60_000
 
 /**
- * How long a settled request id is remembered, so that a replayed settlement changes nothing.
- * The gateway settles each request once and never retries a settle whose answer was lost (the
- * hold expires and the usage row keeps the debit), so this window only absorbs duplicates that
- * arrive seconds apart. Each remembered id costs the store memory for this long, at every request
- * per second the gateway serves: a minute at 14,000 req/s is 840,000 ids.
+ * How long a settled request id is remembered, so that a replayed settlement changes nothing. The
+ * gateway repeats a settle only while the first attempt's answer is outstanding (a timeout, a
+ * rebuild in progress), for at most `Settlements`' retry period, so this window only has to outlast
+ * that. Each remembered id costs the store memory for this long, at every request per second the
+ * gateway serves: a minute at 14,000 req/s is 840,000 ids.
  */
 export const defaultSettledRetentionMs = 60_000
+
+/**
+ * How long a rebuild's fence (see `AdmissionStore.beginLoad`) lasts when its rebuilder never
+ * finishes: long enough for a ledger read, short enough that settlements waiting on it go on.
+ */
+export const defaultLoadFenceMs = 10_000
+
+/**
+ * How long settlements kept for an organization without counters wait for a rebuild. By then their
+ * usage rows are in the ledger, which the rebuild reads.
+ */
+export const pendingSettlementTtlMs = 24 * 60 * 60_000
 
 /** The largest amount, in micro-EGP, the stores hold exactly: 2^53 - 1. */
 export const maxMicros = 9_007_199_254_740_991n
@@ -90,11 +102,12 @@ export interface Settlement {
  * - `settled`: the hold was released and the cost debited.
  * - `settled_unreserved`: the cost was debited, there was no hold to release (it expired and was
  *   released, or the counters were rebuilt since admission).
- * - `already_settled`: nothing changed; this request id was settled before.
- * - `not_loaded`: nothing changed; the counters are absent, and rebuilding them from the ledger
- *   (which records this request) accounts for the cost.
+ * - `already_settled`: nothing changed; this request id was settled (or kept) before.
+ * - `pending`: the counters are absent; the settlement is kept, and the next rebuild applies it
+ *   unless the ledger it reads already has the request's usage row.
+ * - `loading`: nothing changed; a rebuild is reading the ledger. Settle again shortly.
  */
-export type SettleOutcome = 'settled' | 'settled_unreserved' | 'already_settled' | 'not_loaded'
+export type SettleOutcome = 'settled' | 'settled_unreserved' | 'already_settled' | 'pending' | 'loading'
 
 export interface SettleResult {
   outcome: SettleOutcome
@@ -157,22 +170,48 @@ export interface AdmissionStore {
   /** Releases every hold of the organization that expired by `nowMs`; returns how many. */
   releaseExpired(orgId: string, nowMs: number): Promise<number>
   /**
-   * Sets the balance and `month`'s spends from the ledger (open holds stay). With `onlyIfNotLoaded`
-   * it does nothing when counters exist (two gateways rebuilding at once). Returns whether it wrote.
+   * Sets the balance and `month`'s spends as given (open holds stay) and forgets kept settlements:
+   * the reconciler's repair, and seeding in tests. Returns true.
    */
-  load(orgId: string, counters: OrgCounters, options?: { onlyIfNotLoaded?: boolean }): Promise<boolean>
+  load(orgId: string, counters: OrgCounters): Promise<boolean>
+  /**
+   * Starts rebuilding counters that are absent: null when they are loaded. Otherwise sets a fence
+   * (or joins the one another rebuilder set), while which settlements answer `loading` instead of
+   * being kept, and returns it with the ids of the settlements kept so far. Read the ledger, and
+   * which of those ids it records, in one snapshot; then `finishLoad`.
+   */
+  beginLoad(orgId: string, nowMs: number): Promise<LoadFence | null>
+  /**
+   * Loads `counters` read from the ledger and applies every kept settlement whose id is not in
+   * `recordedIds` (its usage row was not in the read), all at once. Writes nothing and answers
+   * false when the counters are loaded meanwhile (another rebuilder) or the fence is gone (it
+   * expired, or a credit arrived whose ledger row the read may have missed): begin again.
+   */
+  finishLoad(orgId: string, counters: OrgCounters, fence: LoadFence, recordedIds: readonly string[], nowMs: number): Promise<boolean>
   /** The counters for `month`, or null when none are loaded. */
   snapshot(orgId: string, month: string): Promise<OrgSnapshot | null>
   /**
    * Adds a credit the ledger already records (an operator's top-up) to the loaded balance, atomically
-   * with admissions. Does nothing and answers `not_loaded` when the organization's counters are
-   * absent: rebuilding them from the ledger counts the credit. A RangeError, with nothing written,
-   * when the balance would exceed `maxMicros`.
+   * with admissions. Answers `not_loaded` when the organization's counters are absent: rebuilding
+   * them from the ledger counts the credit (a rebuild in progress is fenced off, so it reads the
+   * ledger again). A RangeError, with nothing written, when the balance would exceed `maxMicros`.
    */
   credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome>
 }
 
 export type CreditOutcome = 'credited' | 'not_loaded'
+
+/** A rebuild in progress: its fence, and the settlements kept while the counters were absent. */
+export interface LoadFence {
+  token: string
+  settledIds: string[]
+}
+
+/** What a rebuild reads from the ledger, in one snapshot. */
+export interface LedgerCounters extends OrgCounters {
+  /** Which of the request ids asked about have usage rows. */
+  recordedIds: string[]
+}
 
 // Ids become parts of store keys and records: no separators, braces or spaces.
 const idPattern = /^[A-Za-z0-9_.:-]{1,128}$/
@@ -296,21 +335,36 @@ export function refusalError(refusal: ClientRefusal): GatewayError {
   }
 }
 
+/** Reads the ledger for a rebuild: the counters of `month`, and which of `requestIds` have usage rows. */
+export type ReadLedger = (orgId: string, month: string, requestIds: readonly string[]) => Promise<LedgerCounters>
+
 /**
- * Admits, rebuilding the organization's counters once when the store has none (a new organization,
- * or Redis lost its data): `readCounters` reads them from the ledger. When two gateways rebuild at
- * once, the first load wins. Still not loaded after that: service_unavailable.
+ * Rebuilds an organization's absent counters from the ledger, applying the settlements the store
+ * kept meanwhile whose usage rows the read did not hold. Returns false when they were loaded
+ * already, or the rebuild was fenced off (try again).
  */
-export async function admitLoaded(
-  store: AdmissionStore,
-  request: AdmitRequest,
-  readCounters: (orgId: string, month: string) => Promise<OrgCounters>,
-): Promise<Admitted | ClientRefusal> {
-  const first = await store.admit(request)
-  if (first.admitted || first.reason !== 'not_loaded') return first
-  const counters = await readCounters(request.orgId, billingMonth(request.nowMs, request.timeZone))
-  await store.load(request.orgId, counters, { onlyIfNotLoaded: true })
-  const second = await store.admit(request)
-  if (second.admitted || second.reason !== 'not_loaded') return second
+export async function rebuildCounters(store: AdmissionStore, orgId: string, month: string, nowMs: number, readLedger: ReadLedger): Promise<boolean> {
+  const fence = await store.beginLoad(orgId, nowMs)
+  if (!fence) return false
+  const { recordedIds, ...counters } = await readLedger(orgId, month, fence.settledIds)
+  return store.finishLoad(orgId, counters, fence, recordedIds, nowMs)
+}
+
+// Rebuilds an admission may try before it gives up with service_unavailable: each one that loses
+// its fence was interrupted by a credit, which is rare.
+const rebuildAttempts = 3
+
+/**
+ * Admits, rebuilding the organization's counters when the store has none (a new organization, or
+ * Redis lost its data). When two gateways rebuild at once, they share a fence and the first load
+ * wins. Still not loaded after a few rebuilds: service_unavailable.
+ */
+export async function admitLoaded(store: AdmissionStore, request: AdmitRequest, readLedger: ReadLedger): Promise<Admitted | ClientRefusal> {
+  const month = billingMonth(request.nowMs, request.timeZone)
+  for (let attempt = 0; attempt <= rebuildAttempts; attempt++) {
+    const result = await store.admit(request)
+    if (result.admitted || result.reason !== 'not_loaded') return result
+    if (attempt < rebuildAttempts) await rebuildCounters(store, request.orgId, month, request.nowMs, readLedger)
+  }
   throw new GatewayError('service_unavailable')
 }

@@ -6,6 +6,7 @@ import type { ApiKeyIdentity, LedgerReader, Provider, ProviderCall, UsageEvent, 
 import { effectiveRpmLimit } from './rate-limits'
 import { resolveModel } from './resolve-model'
 import { defaultRouter, isUpstreamFailure, type Router } from './router'
+import { settlementsFor, type Settlements } from './settlements'
 
 /** What the inference use cases need from the outside world. */
 export interface InferenceDeps {
@@ -21,6 +22,8 @@ export interface InferenceDeps {
   log?: (message: string, error?: unknown) => void
   /** How long a hold outlives the longest request before it is released on its own; 60 s when absent. */
   reservationMarginMs?: number
+  /** Settles admitted requests; one per admission store when absent. */
+  settlements?: Settlements
 }
 
 /** One authenticated inference request. */
@@ -124,12 +127,12 @@ export class InferenceCall {
         reservationTtlMs: this.worstCaseTotalMs() + (this.deps.reservationMarginMs ?? defaultReservationMarginMs),
         timeZone: identity.billingTimeZone,
       },
-      async (orgId, month) => {
+      async (orgId, month, requestIds) => {
         try {
           // Usage rows still queued here are debits the ledger does not show yet: written first, or
           // the rebuilt balance would hand their cost out again (a Redis that lost its data).
           await this.deps.usage.flush?.()
-          return await this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone)
+          return await this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone, requestIds)
         } catch (error) {
           // Without the ledger the balance is unknown: refuse rather than serve unbilled (fail closed).
           ;(this.deps.log ?? console.error)(`reading the ledger of ${orgId} failed`, error)
@@ -154,8 +157,9 @@ export class InferenceCall {
   }
 
   /**
-   * Records the request's usage and cost and settles its hold (I2); later calls are ignored, so
-   * every exit path may call it.
+   * Settles the request's hold and records its usage and cost (I2); later calls are ignored, so
+   * every exit path may call it. The usage row is queued once the store has answered the
+   * settlement (see `Settlements`).
    */
   record(status: number, promptTokens: number, completionTokens: number): bigint {
     if (this.recorded) return 0n
@@ -163,7 +167,8 @@ export class InferenceCall {
     const now = this.deps.now ?? Date.now
     const cost = costMicros(promptTokens, completionTokens, this.model.inputPriceMicrosPerM, this.model.outputPriceMicrosPerM)
     const { identity, requestId, startedAtMs } = this.request
-    this.deps.usage.record({
+    const nowMs = now()
+    const event: UsageEvent = {
       requestId,
       keyId: identity.keyId,
       orgId: identity.orgId,
@@ -175,25 +180,18 @@ export class InferenceCall {
       completionTokens,
       costMicros: cost,
       status,
-      latencyMs: Math.max(0, Math.round(now() - startedAtMs)),
+      latencyMs: Math.max(0, Math.round(nowMs - startedAtMs)),
       region: this.deployment?.region ?? null,
       createdAt: new Date(startedAtMs),
-    })
-    if (this.admitted) this.settle(cost, now())
+    }
+    const usage = this.deps.usage
+    if (!this.admitted) {
+      usage.record(event)
+      return cost
+    }
+    const settlement = { requestId, orgId: identity.orgId, keyId: identity.keyId, projectId: identity.projectId, month: this.admitted.month, costMicros: cost, nowMs }
+    ;(this.deps.settlements ?? settlementsFor(this.deps.admission)).settle(settlement, () => usage.record(event))
     return cost
-  }
-
-  /**
-   * Debits the actual cost and releases the hold, off the response path. Should the store be
-   * unreachable, the hold expires on its own and the usage row still records the debit, so counters
-   * rebuilt from the ledger include it.
-   */
-  private settle(cost: bigint, nowMs: number): void {
-    const { identity, requestId } = this.request
-    const month = this.admitted!.month
-    this.deps.admission
-      .settle({ requestId, orgId: identity.orgId, keyId: identity.keyId, projectId: identity.projectId, month, costMicros: cost, nowMs })
-      .catch((error: unknown) => (this.deps.log ?? console.error)(`settling ${requestId} failed; its hold expires on its own and its usage row keeps the debit`, error))
   }
 
   /** Records a failure before any token was produced and passes the error on. */

@@ -93,7 +93,11 @@ export interface UsageEvent {
 
 /** The ledger as admission needs it: balance (credits minus debits) and one month's spend per key and project. */
 export interface LedgerReader {
-  readCounters(orgId: string, month: string, timeZone: string): Promise<import('./admission').OrgCounters>
+  /**
+   * The counters admission starts from, and which of `requestIds` (default none) have usage rows,
+   * read in one snapshot.
+   */
+  readCounters(orgId: string, month: string, timeZone: string, requestIds?: readonly string[]): Promise<import('./admission').LedgerCounters>
 }
 
 /** Writes usage events in batches; the hot path only queues. */

@@ -1,4 +1,4 @@
-import { billingMonth, type AdmissionStore, type OrgCounters } from './admission'
+import { billingMonth, rebuildCounters, type AdmissionStore, type OrgCounters } from './admission'
 import type { LedgerReader } from './ports'
 
 /** An organization whose counters are reconciled, with the zone its months are counted in. */
@@ -33,7 +33,7 @@ function spendDrift(store: ReadonlyMap<string, bigint>, ledger: ReadonlyMap<stri
 /**
  * Brings an organization's admission counters back to the ledger (I3): releases expired holds,
  * rebuilds counters the store lost, and replaces a balance or month spend that drifted (open holds
- * are kept). A debit settled in the store but not yet written to the ledger reads as drift in the
+ * are kept; a rebuild applies the settlements the store kept meanwhile). A debit settled in the store but not yet written to the ledger reads as drift in the
  * customer's favour until the next pass (I4). Without `repair`, reports what it would change.
  */
 export async function reconcileOrganization(
@@ -54,7 +54,7 @@ export async function reconcileOrganization(
   const counters: OrgCounters = await ledger.readCounters(orgId, month, timeZone)
   const snapshot = await store.snapshot(orgId, month)
   if (!snapshot) {
-    if (repair) await store.load(orgId, counters)
+    if (repair) await rebuildCounters(store, orgId, month, nowMs, (_, __, requestIds) => ledger.readCounters(orgId, month, timeZone, requestIds))
     return { orgId, month, outcome: 'rebuilt', drift: noDrift, releasedHolds }
   }
   const drift = {

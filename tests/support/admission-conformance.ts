@@ -66,30 +66,33 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
     }
 
     describe('loading', () => {
-      test('answers not_loaded, and settles nothing, until the counters are loaded', async () => {
+      test('answers not_loaded until the counters are loaded, and keeps a settlement that arrives meanwhile', async () => {
         const orgId = newOrgId()
         const request = admitRequest({ orgId })
 
         const before = await store().admit(request)
         const settled = await store().settle(settlementOf(request, { month: '202501' }))
+        const repeated = await gateways()[1].settle(settlementOf(request, { month: '202501' }))
         const loaded = await store().load(orgId, orgCounters(5_000n))
         const after = await store().admit(request)
 
         expect(before).toEqual({ admitted: false, reason: 'not_loaded' })
-        expect(settled).toEqual({ outcome: 'not_loaded', debitedMicros: 0n, releasedMicros: 0n })
+        expect(settled).toEqual({ outcome: 'pending', debitedMicros: 0n, releasedMicros: 0n })
+        expect(repeated.outcome).toBe('already_settled')
         expect(await store().snapshot(newOrgId(), '202501')).toBeNull()
         expect(loaded).toBe(true)
         expect(after.admitted).toBe(true)
+        // A plain load sets the counters as given: the kept settlement is forgotten, not applied.
+        expect((await snapshot(orgId)).balanceMicros).toBe(5_000n)
       })
 
-      test('replaces the balance and the month spends but keeps open holds; onlyIfNotLoaded leaves loaded counters alone', async () => {
+      test('replaces the balance and the month spends but keeps open holds', async () => {
         const { orgId, request } = await organization(10_000n, { keySpend: new Map([['key_a', 300n]]) })
         await admitted(request({ worstCaseMicros: 1_000n }))
 
-        const skipped = await gateways()[1].load(orgId, orgCounters(1n), { onlyIfNotLoaded: true })
         const replaced = await gateways()[1].load(orgId, orgCounters(8_000n, { keySpend: new Map([['key_b', 50n]]), projectSpend: new Map([['proj_a', 50n]]) }))
 
-        expect([skipped, replaced]).toEqual([false, true])
+        expect(replaced).toBe(true)
         const taken = await snapshot(orgId)
         expect({ balance: taken.balanceMicros, held: taken.heldMicros, keySpend: taken.keySpend, projectSpend: taken.projectSpend, keyHeld: taken.keyHeld }).toEqual({
           balance: 8_000n,
@@ -106,6 +109,102 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         await admitted(first)
 
         await expect(store().admit(first)).rejects.toThrow('admitted before')
+      })
+    })
+
+    describe('rebuild', () => {
+      const nowMs = midJanuaryMs + 5_000
+
+      test('begins only for absent counters; two rebuilders share one fence and the first to finish loads', async () => {
+        const { orgId: loadedOrg } = await organization(1_000n)
+        const orgId = newOrgId()
+
+        const none = await store().beginLoad(loadedOrg, nowMs)
+        const first = await store().beginLoad(orgId, nowMs)
+        const second = await gateways()[1].beginLoad(orgId, nowMs)
+        const finished = [await gateways()[1].finishLoad(orgId, orgCounters(700n), second!, [], nowMs), await store().finishLoad(orgId, orgCounters(1n), first!, [], nowMs)]
+
+        expect(none).toBeNull()
+        expect(second).toEqual(first)
+        expect(first!.settledIds).toEqual([])
+        expect(finished).toEqual([true, false])
+        expect((await snapshot(orgId)).balanceMicros).toBe(700n)
+        expect(await store().beginLoad(orgId, nowMs)).toBeNull()
+      })
+
+      test('applies the kept settlements whose usage rows the ledger read lacked, and only those, exactly once', async () => {
+        const orgId = newOrgId()
+        const [inRead, afterRead, unpriced, lastMonth] = [admitRequest({ orgId }), admitRequest({ orgId, keyId: 'key_b' }), admitRequest({ orgId, worstCaseMicros: 0n }), admitRequest({ orgId })]
+        const settlements = [
+          settlementOf(inRead, { month: '202501' }, { costMicros: 300n }),
+          settlementOf(afterRead, { month: '202501' }, { costMicros: 40n }),
+          settlementOf(unpriced, { month: '202501' }, { costMicros: 0n }),
+          settlementOf(lastMonth, { month: '202412' }, { costMicros: 5n }),
+        ]
+        const kept = await Promise.all(settlements.map((settlement, i) => gateways()[i % 2]!.settle(settlement)))
+
+        const fence = await store().beginLoad(orgId, nowMs)
+        // The ledger read counted the first request's row (300 of the spend and the balance), not the others.
+        const loaded = await gateways()[1].finishLoad(orgId, orgCounters(10_000n, { keySpend: new Map([['key_a', 300n]]), projectSpend: new Map([['proj_a', 300n]]) }), fence!, [inRead.requestId], nowMs)
+        const replays = await Promise.all(settlements.map((settlement) => store().settle({ ...settlement, nowMs })))
+
+        expect(kept.map((result) => result.outcome)).toEqual(['pending', 'pending', 'pending', 'pending'])
+        expect([...fence!.settledIds].sort()).toEqual(settlements.map((settlement) => settlement.requestId).sort())
+        expect(loaded).toBe(true)
+        expect(replays.map((result) => result.outcome)).toEqual(['already_settled', 'already_settled', 'already_settled', 'already_settled'])
+        const taken = await snapshot(orgId)
+        // 10,000 - 40 - 5; last month's settlement lowers the balance but not this month's spends.
+        expect({ balance: taken.balanceMicros, keySpend: taken.keySpend, projectSpend: taken.projectSpend }).toEqual({
+          balance: 9_955n,
+          keySpend: new Map([['key_a', 300n], ['key_b', 40n]]),
+          projectSpend: new Map([['proj_a', 340n]]),
+        })
+        expect(await store().beginLoad(orgId, nowMs)).toBeNull()
+      })
+
+      test('makes a settlement that arrives while the ledger is read wait, then settles it once against the loaded counters', async () => {
+        const orgId = newOrgId()
+        const request = admitRequest({ orgId })
+        const fence = await store().beginLoad(orgId, nowMs)
+
+        const during = await gateways()[1].settle(settlementOf(request, { month: '202501' }, { costMicros: 250n, nowMs }))
+        const loaded = await store().finishLoad(orgId, orgCounters(1_000n), fence!, [], nowMs)
+        const after = await gateways()[1].settle(settlementOf(request, { month: '202501' }, { costMicros: 250n, nowMs }))
+        const again = await store().settle(settlementOf(request, { month: '202501' }, { costMicros: 250n, nowMs }))
+
+        expect(during).toEqual({ outcome: 'loading', debitedMicros: 0n, releasedMicros: 0n })
+        expect(loaded).toBe(true)
+        expect([after.outcome, again.outcome]).toEqual(['settled_unreserved', 'already_settled'])
+        expect((await snapshot(orgId)).balanceMicros).toBe(750n)
+      })
+
+      test('a credit during the ledger read takes the fence away: that rebuild writes nothing, the next one loads', async () => {
+        const orgId = newOrgId()
+        const fence = await store().beginLoad(orgId, nowMs)
+
+        const credited = await gateways()[1].credit(orgId, 500n)
+        const stale = await store().finishLoad(orgId, orgCounters(1_000n), fence!, [], nowMs)
+        const snapshotAfterStale = await store().snapshot(orgId, '202501')
+        const again = await store().beginLoad(orgId, nowMs)
+        const loaded = await store().finishLoad(orgId, orgCounters(1_500n), again!, [], nowMs)
+
+        expect([credited, stale, snapshotAfterStale]).toEqual(['not_loaded', false, null])
+        expect(again!.token).not.toBe(fence!.token)
+        expect(loaded).toBe(true)
+        expect((await snapshot(orgId)).balanceMicros).toBe(1_500n)
+      })
+
+      test('keeps at most one settlement per request id while the counters are absent, however many gateways send it', async () => {
+        const orgId = newOrgId()
+        const requests = Array.from({ length: 100 }, () => admitRequest({ orgId }))
+        const outcomes = await Promise.all(requests.flatMap((request) => [0, 1].map((i) => gateways()[i]!.settle(settlementOf(request, { month: '202501' }, { costMicros: 7n })))))
+
+        const fence = await store().beginLoad(orgId, nowMs)
+        await store().finishLoad(orgId, orgCounters(10_000n), fence!, [], nowMs)
+
+        expect(reasonsOf(outcomes.map((result) => result.outcome))).toEqual({ pending: 100, already_settled: 100 })
+        expect(fence!.settledIds.length).toBe(100)
+        expect((await snapshot(orgId)).balanceMicros).toBe(10_000n - 700n)
       })
     })
 

@@ -1,4 +1,4 @@
-import type { Admitted, AdmitRequest, OrgCounters, Settlement } from '../../server/core/admission'
+import type { Admitted, AdmitRequest, LedgerCounters, OrgCounters, Settlement } from '../../server/core/admission'
 import { randomBase62 } from '../../server/core/api-keys'
 
 /** 2025-01-15 12:00 in Cairo: mid-month, so a test's minutes stay in one billing month. */
@@ -44,4 +44,9 @@ export function settlementOf(request: AdmitRequest, admitted: Pick<Admitted, 'mo
 /** Counters with only a balance, for January 2025. */
 export function orgCounters(balanceMicros: bigint, overrides: Partial<OrgCounters> = {}): OrgCounters {
   return { month: '202501', balanceMicros, keySpend: new Map(), projectSpend: new Map(), ...overrides }
+}
+
+/** What a ledger read answers: `orgCounters`, and which of the asked request ids have usage rows. */
+export function ledgerCounters(balanceMicros: bigint, overrides: Partial<OrgCounters> = {}, recordedIds: string[] = []): LedgerCounters {
+  return { ...orgCounters(balanceMicros, overrides), recordedIds }
 }

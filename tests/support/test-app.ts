@@ -6,7 +6,7 @@ import { Catalog, type CatalogModel, type Deployment } from '../../server/core/c
 import type { ApiKeyIdentity, EmbeddingInput, EmbeddingResult, Provider, ProviderCall, UsageEvent } from '../../server/core/ports'
 import { loadCatalogFile } from '../../server/catalog-file'
 import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
-import type { OrgCounters } from '../../server/core/admission'
+import type { LedgerCounters } from '../../server/core/admission'
 import type { EdgeLimiter } from '../../server/core/edge-limiter'
 import type { Router } from '../../server/core/router'
 import { buildApp } from '../../server/http/app'
@@ -104,10 +104,10 @@ export async function testApp(
   const admission = new InProcessAdmissionStore()
   const ledgerReads: string[] = []
   const ledger = {
-    async readCounters(orgId: string, month: string): Promise<OrgCounters> {
+    async readCounters(orgId: string, month: string): Promise<LedgerCounters> {
       ledgerReads.push(orgId)
       if (options.ledgerFails) throw new Error('connection refused')
-      return { month, balanceMicros: options.balanceMicros ?? 1_000_000_000_000n, keySpend: new Map(), projectSpend: new Map() }
+      return { month, balanceMicros: options.balanceMicros ?? 1_000_000_000_000n, keySpend: new Map(), projectSpend: new Map(), recordedIds: [] }
     },
   }
   const app = buildApp({

@@ -7,15 +7,18 @@ import {
   checkOrgId,
   checkSettlement,
   creditOverflow,
+  defaultLoadFenceMs,
   defaultSettledRetentionMs,
   maxMicros,
   moneyRefusal,
+  pendingSettlementTtlMs,
   rateWindowMs,
   retryAfterSeconds,
   type AdmissionStore,
   type AdmitRequest,
   type AdmitResult,
   type CreditOutcome,
+  type LoadFence,
   type OrgCounters,
   type OrgSnapshot,
   type SettleResult,
@@ -50,6 +53,12 @@ interface OrgState {
   settled: RecentIds
 }
 
+/** A settlement that arrived while its organization had no counters. */
+interface KeptSettlement {
+  settlement: Settlement
+  keptAtMs: number
+}
+
 // Months of settled spend kept per organization: the current one, and the previous ones that
 // requests admitted before midnight may still settle into.
 const monthsKept = 3
@@ -61,10 +70,15 @@ const monthsKept = 3
  */
 export class InProcessAdmissionStore implements AdmissionStore {
   private readonly orgs = new Map<string, OrgState>()
+  /** Settlements of organizations without counters, by organization and request id. */
+  private readonly kept = new Map<string, Map<string, KeptSettlement>>()
+  private readonly fences = new Map<string, { token: string; expiresAtMs: number }>()
   private readonly settledRetentionMs: number
+  private readonly loadFenceMs: number
 
-  constructor(options: { settledRetentionMs?: number } = {}) {
+  constructor(options: { settledRetentionMs?: number; loadFenceMs?: number } = {}) {
     this.settledRetentionMs = options.settledRetentionMs ?? defaultSettledRetentionMs
+    this.loadFenceMs = options.loadFenceMs ?? defaultLoadFenceMs
   }
 
   async admit(request: AdmitRequest): Promise<AdmitResult> {
@@ -106,7 +120,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
   async settle(settlement: Settlement): Promise<SettleResult> {
     checkSettlement(settlement)
     const org = this.orgs.get(settlement.orgId)
-    if (!org) return { outcome: 'not_loaded', debitedMicros: 0n, releasedMicros: 0n }
+    if (!org) return { outcome: this.keep(settlement), debitedMicros: 0n, releasedMicros: 0n }
     const { requestId, nowMs, costMicros, month } = settlement
     // Nothing below can fail: the id is remembered as settled from here on.
     if (!org.settled.remember(requestId, nowMs)) return { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n }
@@ -116,12 +130,20 @@ export class InProcessAdmissionStore implements AdmissionStore {
       org.holds.delete(requestId)
       addHeld(org, hold, -1n)
     }
-    if (costMicros > 0n) {
-      org.balance -= costMicros
-      addSpend(org.keySpend, month, settlement.keyId, costMicros)
-      addSpend(org.projectSpend, month, settlement.projectId, costMicros)
-    }
+    debit(org, settlement)
     return { outcome: hold ? 'settled' : 'settled_unreserved', debitedMicros: costMicros, releasedMicros: hold?.amount ?? 0n }
+  }
+
+  /** Keeps the settlement of an organization without counters for its rebuild, unless one is reading the ledger. */
+  private keep(settlement: Settlement): 'pending' | 'loading' | 'already_settled' {
+    const { orgId, requestId, nowMs } = settlement
+    const fence = this.fences.get(orgId)
+    if (fence && nowMs < fence.expiresAtMs) return 'loading'
+    let kept = this.kept.get(orgId)
+    if (!kept) this.kept.set(orgId, (kept = new Map()))
+    if (kept.has(requestId)) return 'already_settled'
+    kept.set(requestId, { settlement, keptAtMs: nowMs })
+    return 'pending'
   }
 
   async releaseExpired(orgId: string, nowMs: number): Promise<number> {
@@ -134,10 +156,41 @@ export class InProcessAdmissionStore implements AdmissionStore {
     return releaseExpiredHolds(org, nowMs)
   }
 
-  async load(orgId: string, counters: OrgCounters, options: { onlyIfNotLoaded?: boolean } = {}): Promise<boolean> {
+  async load(orgId: string, counters: OrgCounters): Promise<boolean> {
     checkCounters(orgId, counters)
+    this.kept.delete(orgId)
+    this.setCounters(orgId, counters)
+    return true
+  }
+
+  async beginLoad(orgId: string, nowMs: number): Promise<LoadFence | null> {
+    checkOrgId(orgId)
+    if (this.orgs.has(orgId)) return null
+    let fence = this.fences.get(orgId)
+    if (!fence || nowMs >= fence.expiresAtMs) this.fences.set(orgId, (fence = { token: crypto.randomUUID(), expiresAtMs: nowMs + this.loadFenceMs }))
+    const kept = this.kept.get(orgId) ?? new Map<string, KeptSettlement>()
+    for (const [requestId, { keptAtMs }] of kept) if (keptAtMs + pendingSettlementTtlMs <= nowMs) kept.delete(requestId)
+    return { token: fence.token, settledIds: [...kept.keys()] }
+  }
+
+  async finishLoad(orgId: string, counters: OrgCounters, fence: LoadFence, recordedIds: readonly string[], nowMs: number): Promise<boolean> {
+    checkCounters(orgId, counters)
+    const current = this.fences.get(orgId)
+    if (this.orgs.has(orgId) || current?.token !== fence.token || nowMs >= current.expiresAtMs) return false
+    this.fences.delete(orgId)
+    const org = this.setCounters(orgId, counters)
+    const recorded = new Set(recordedIds)
+    for (const [requestId, { settlement }] of this.kept.get(orgId) ?? []) {
+      org.settled.remember(requestId, nowMs)
+      // Applied unless the ledger read already counted its usage row; no hold survived to release.
+      if (!recorded.has(requestId)) debit(org, settlement, counters.month)
+    }
+    this.kept.delete(orgId)
+    return true
+  }
+
+  private setCounters(orgId: string, counters: OrgCounters): OrgState {
     let org = this.orgs.get(orgId)
-    if (org && options.onlyIfNotLoaded) return false
     if (!org) {
       org = { balance: 0n, held: 0n, keyHeld: new Map(), projectHeld: new Map(), keySpend: new Map(), projectSpend: new Map(), windows: new Map(), holds: new Map(), nextExpiryMs: Infinity, settled: new RecentIds(this.settledRetentionMs) }
       this.orgs.set(orgId, org)
@@ -145,13 +198,17 @@ export class InProcessAdmissionStore implements AdmissionStore {
     org.balance = counters.balanceMicros
     setMonth(org.keySpend, counters.month, new Map(counters.keySpend))
     setMonth(org.projectSpend, counters.month, new Map(counters.projectSpend))
-    return true
+    return org
   }
 
   async credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome> {
     checkCredit(orgId, amountMicros)
     const org = this.orgs.get(orgId)
-    if (!org) return 'not_loaded'
+    if (!org) {
+      // A rebuild reading the ledger now may have missed this credit's row: it must read again.
+      this.fences.delete(orgId)
+      return 'not_loaded'
+    }
     if (org.balance + amountMicros > maxMicros) throw creditOverflow(orgId, amountMicros)
     org.balance += amountMicros
     return 'credited'
@@ -175,6 +232,19 @@ export class InProcessAdmissionStore implements AdmissionStore {
         .sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
     }
   }
+}
+
+/**
+ * Debits a settlement's cost from the balance and adds it to its month's spends. A settlement kept
+ * through a rebuild of `loadedMonth` counts only there: older months' spends were not loaded.
+ */
+function debit(org: OrgState, settlement: Settlement, loadedMonth?: string): void {
+  const { costMicros, month } = settlement
+  if (costMicros === 0n) return
+  org.balance -= costMicros
+  if (loadedMonth !== undefined && month !== loadedMonth) return
+  addSpend(org.keySpend, month, settlement.keyId, costMicros)
+  addSpend(org.projectSpend, month, settlement.projectId, costMicros)
 }
 
 function releaseExpiredHolds(org: OrgState, nowMs: number): number {

@@ -40,7 +40,7 @@ const operations = {
   findApiKeyByHash: (hashHex: string) => opened().identities.findApiKeyByHash(hashHex),
   /** A batch as `usageBatch` text (see usage-repository.ts). */
   writeUsageBatch: (batch: UsageBatch) => opened().writeUsageBatch(batch),
-  readCounters: (orgId: string, month: string, timeZone: string) => opened().ledger.readCounters(orgId, month, timeZone),
+  readCounters: (orgId: string, month: string, timeZone: string, requestIds: string[]) => opened().ledger.readCounters(orgId, month, timeZone, requestIds),
   createDemoTenant: (options?: DemoTenantOptions) => opened().createDemoTenant(options),
   seedDemoIfEmpty: (options?: DemoTenantOptions) => opened().seedDemoIfEmpty(options),
   hasOrganizations: () => opened().hasOrganizations(),

@@ -45,7 +45,7 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
     kind: 'pglite',
     identities: { findApiKeyByHash: (hashHex) => client.call('findApiKeyByHash', hashHex) },
     usage: { insertUsageEvents: async (events) => (events.length > 0 ? client.call('writeUsageBatch', usageBatch(events)) : undefined) },
-    ledger: { readCounters: (orgId, month, timeZone) => client.call('readCounters', orgId, month, timeZone) },
+    ledger: { readCounters: (orgId, month, timeZone, requestIds = []) => client.call('readCounters', orgId, month, timeZone, [...requestIds]) },
     createDemoTenant: (demoOptions) => client.call('createDemoTenant', demoOptions),
     seedDemoIfEmpty: (demoOptions) => client.call('seedDemoIfEmpty', demoOptions),
     hasOrganizations: () => client.call('hasOrganizations'),

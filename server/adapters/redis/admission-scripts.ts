@@ -5,7 +5,9 @@
 import type { RedisClient } from './client'
 import { RedisScript } from './redis-script'
 import admitSource from './scripts/admit.lua' with { type: 'text' }
+import beginLoadSource from './scripts/begin-load.lua' with { type: 'text' }
 import creditSource from './scripts/credit.lua' with { type: 'text' }
+import finishLoadSource from './scripts/finish-load.lua' with { type: 'text' }
 import holdsSource from './scripts/holds.lua' with { type: 'text' }
 import loadCountersSource from './scripts/load-counters.lua' with { type: 'text' }
 import releaseExpiredSource from './scripts/release-expired.lua' with { type: 'text' }
@@ -18,8 +20,10 @@ const releaseExpiredScript = new RedisScript('release-expired', `${holdsSource}\
 const loadCountersScript = new RedisScript('load-counters', loadCountersSource)
 const snapshotScript = new RedisScript('snapshot', snapshotSource)
 const creditScript = new RedisScript('credit', creditSource)
+const beginLoadScript = new RedisScript('begin-load', beginLoadSource)
+const finishLoadScript = new RedisScript('finish-load', `${holdsSource}\n${finishLoadSource}`)
 
-export const admissionScripts: readonly RedisScript[] = [admitScript, settleScript, releaseExpiredScript, loadCountersScript, snapshotScript, creditScript]
+export const admissionScripts: readonly RedisScript[] = [admitScript, settleScript, releaseExpiredScript, loadCountersScript, snapshotScript, creditScript, beginLoadScript, finishLoadScript]
 
 /**
  * The keys of one organization. All carry the hash tag {o:<orgId>}, so every script touches one
@@ -32,6 +36,8 @@ export class OrgKeys {
   readonly holds: string
   readonly expiries: string
   readonly settled: string
+  readonly fence: string
+  readonly kept: string
   private readonly base: string
 
   constructor(prefix: string, orgId: string) {
@@ -40,6 +46,8 @@ export class OrgKeys {
     this.holds = `${this.base}res`
     this.expiries = `${this.base}rx`
     this.settled = `${this.base}done`
+    this.fence = `${this.base}fence`
+    this.kept = `${this.base}kept`
   }
 
   spend(month: string): string {
@@ -103,15 +111,16 @@ export interface SettleParams {
   nowMs: number
   forgetAtMs: number
   monthTtlMs: number
+  keptTtlMs: number
 }
 
-export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already_settled' | 'not_loaded']
+export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already_settled' | 'pending' | 'loading']
 
 export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply> {
   const reply = await settleScript.run(
     client,
-    [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled],
-    [p.requestId, p.keyId, p.projectId, p.month, String(p.costMicros), String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs)],
+    [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled, keys.fence, keys.kept],
+    [p.requestId, p.keyId, p.projectId, p.month, String(p.costMicros), String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs), String(p.keptTtlMs)],
   )
   return reply as SettleReply
 }
@@ -123,7 +132,6 @@ export async function runReleaseExpired(client: RedisClient, keys: OrgKeys, nowM
 }
 
 export interface LoadCountersParams {
-  onlyIfNotLoaded: boolean
   month: string
   balanceMicros: bigint
   keySpend: ReadonlyMap<string, bigint>
@@ -131,19 +139,43 @@ export interface LoadCountersParams {
   monthTtlMs: number
 }
 
-/** Returns whether it wrote. */
-export async function runLoadCounters(client: RedisClient, keys: OrgKeys, p: LoadCountersParams): Promise<boolean> {
-  const args = [p.onlyIfNotLoaded ? '1' : '0', String(p.balanceMicros), String(p.monthTtlMs)]
-  for (const [keyId, spend] of p.keySpend) args.push(`k|${keyId}`, String(spend))
-  for (const [projectId, spend] of p.projectSpend) args.push(`p|${projectId}`, String(spend))
-  const reply = await loadCountersScript.run(client, [keys.account, keys.spend(p.month)], args)
+/** The month hash's field, spend pairs, as the load scripts take them. */
+function spendPairs(p: LoadCountersParams): string[] {
+  const pairs: string[] = []
+  for (const [keyId, spend] of p.keySpend) pairs.push(`k|${keyId}`, String(spend))
+  for (const [projectId, spend] of p.projectSpend) pairs.push(`p|${projectId}`, String(spend))
+  return pairs
+}
+
+export async function runLoadCounters(client: RedisClient, keys: OrgKeys, p: LoadCountersParams): Promise<void> {
+  await loadCountersScript.run(client, [keys.account, keys.spend(p.month), keys.kept], [String(p.balanceMicros), String(p.monthTtlMs), ...spendPairs(p)])
+}
+
+/** The fence's token and the kept settlements' ids, or null when the counters are loaded. */
+export async function runBeginLoad(client: RedisClient, keys: OrgKeys, token: string, fenceMs: number): Promise<{ token: string; settledIds: string[] } | null> {
+  const reply = (await beginLoadScript.run(client, [keys.account, keys.fence, keys.kept], [token, String(fenceMs)])) as string[]
+  if (reply.length === 0) return null
+  const [current, ...settledIds] = reply as [string, ...string[]]
+  return { token: current, settledIds }
+}
+
+export interface FinishLoadParams extends LoadCountersParams {
+  token: string
+  recordedIds: readonly string[]
+  forgetAtMs: number
+}
+
+/** Returns whether it loaded. */
+export async function runFinishLoad(client: RedisClient, keys: OrgKeys, p: FinishLoadParams): Promise<boolean> {
+  const args = [p.token, String(p.balanceMicros), p.month, String(p.monthTtlMs), String(p.forgetAtMs), String(p.recordedIds.length), ...p.recordedIds, ...spendPairs(p)]
+  const reply = await finishLoadScript.run(client, [keys.account, keys.spend(p.month), keys.fence, keys.kept, keys.settled], args)
   return reply === 1
 }
 
 export type CreditReply = ['credited', string] | ['not_loaded' | 'overflow']
 
 export async function runCredit(client: RedisClient, keys: OrgKeys, amountMicros: bigint, maxBalanceMicros: bigint): Promise<CreditReply> {
-  const reply = await creditScript.run(client, [keys.account], [String(amountMicros), String(maxBalanceMicros)])
+  const reply = await creditScript.run(client, [keys.account, keys.fence], [String(amountMicros), String(maxBalanceMicros)])
   return reply as CreditReply
 }
 

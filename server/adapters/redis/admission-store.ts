@@ -7,20 +7,23 @@ import {
   checkOrgId,
   checkSettlement,
   creditOverflow,
+  defaultLoadFenceMs,
   defaultSettledRetentionMs,
   maxMicros,
+  pendingSettlementTtlMs,
   rateWindowMs,
   type AdmissionStore,
   type AdmitRequest,
   type AdmitResult,
   type CreditOutcome,
+  type LoadFence,
   type OrgCounters,
   type OrgSnapshot,
   type ReservationView,
   type SettleResult,
   type Settlement,
 } from '../../core/admission'
-import { admissionScripts, OrgKeys, runAdmit, runCredit, runLoadCounters, runReleaseExpired, runSettle, runSnapshot } from './admission-scripts'
+import { admissionScripts, OrgKeys, runAdmit, runBeginLoad, runCredit, runFinishLoad, runLoadCounters, runReleaseExpired, runSettle, runSnapshot } from './admission-scripts'
 import { redisFailure, withDeadline, type RedisClient } from './client'
 
 export interface RedisAdmissionStoreOptions {
@@ -31,6 +34,8 @@ export interface RedisAdmissionStoreOptions {
   releaseBatch?: number
   /** How long one call may wait for Redis before it fails with service_unavailable. */
   commandTimeoutMs?: number
+  /** How long a rebuild's fence lasts if its rebuilder never finishes. */
+  loadFenceMs?: number
 }
 
 // A month's spend counters outlive the month (requests admitted before midnight settle into it)
@@ -52,6 +57,7 @@ export class RedisAdmissionStore implements AdmissionStore {
   private readonly settledRetentionMs: number
   private readonly releaseBatch: number
   private readonly commandTimeoutMs: number
+  private readonly loadFenceMs: number
 
   constructor(
     private readonly client: RedisClient,
@@ -62,6 +68,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     this.settledRetentionMs = options.settledRetentionMs ?? defaultSettledRetentionMs
     this.releaseBatch = options.releaseBatch ?? 1_000
     this.commandTimeoutMs = options.commandTimeoutMs ?? 1_000
+    this.loadFenceMs = options.loadFenceMs ?? defaultLoadFenceMs
   }
 
   /** Sends every script with SCRIPT LOAD: call at start (a script that is missing later is loaded again). */
@@ -121,6 +128,7 @@ export class RedisAdmissionStore implements AdmissionStore {
         nowMs: settlement.nowMs,
         forgetAtMs: settlement.nowMs + this.settledRetentionMs,
         monthTtlMs: monthCountersTtlMs,
+        keptTtlMs: pendingSettlementTtlMs,
       }),
     )
     switch (reply[0]) {
@@ -144,16 +152,27 @@ export class RedisAdmissionStore implements AdmissionStore {
     }
   }
 
-  async load(orgId: string, counters: OrgCounters, options: { onlyIfNotLoaded?: boolean } = {}): Promise<boolean> {
+  async load(orgId: string, counters: OrgCounters): Promise<boolean> {
+    checkCounters(orgId, counters)
+    await this.attempt(() => runLoadCounters(this.client, this.keys(orgId), { ...counters, monthTtlMs: monthCountersTtlMs }))
+    return true
+  }
+
+  /** The fence lives by Redis's clock (PX), so the caller's time is not needed. */
+  async beginLoad(orgId: string): Promise<LoadFence | null> {
+    checkOrgId(orgId)
+    return this.attempt(() => runBeginLoad(this.client, this.keys(orgId), crypto.randomUUID(), this.loadFenceMs))
+  }
+
+  async finishLoad(orgId: string, counters: OrgCounters, fence: LoadFence, recordedIds: readonly string[], nowMs: number): Promise<boolean> {
     checkCounters(orgId, counters)
     return this.attempt(() =>
-      runLoadCounters(this.client, this.keys(orgId), {
-        onlyIfNotLoaded: options.onlyIfNotLoaded ?? false,
-        month: counters.month,
-        balanceMicros: counters.balanceMicros,
-        keySpend: counters.keySpend,
-        projectSpend: counters.projectSpend,
+      runFinishLoad(this.client, this.keys(orgId), {
+        ...counters,
         monthTtlMs: monthCountersTtlMs,
+        token: fence.token,
+        recordedIds,
+        forgetAtMs: nowMs + this.settledRetentionMs,
       }),
     )
   }

@@ -6,7 +6,7 @@ import { admitLoaded, type AdmitResult } from '../../../server/core/admission'
 import { describeAdmissionStore } from '../../support/admission-conformance'
 import { openRedisStores, testRedisUrl, type TestRedisStores } from '../../support/admission-redis'
 import { closedPort, startTcpProxy } from '../../support/tcp-proxy'
-import { admitRequest, newOrgId, orgCounters, settlementOf } from '../../support/admission-requests'
+import { admitRequest, ledgerCounters, midJanuaryMs, newOrgId, orgCounters, settlementOf } from '../../support/admission-requests'
 import { waitFor } from '../../support/wait-for'
 
 describeAdmissionStore('RedisAdmissionStore (two gateways on one Redis)', async () => {
@@ -76,7 +76,7 @@ describe('RedisAdmissionStore on a live Redis', () => {
     let ledgerReads = 0
     const readLedger = async (_orgId: string, month: string) => {
       ledgerReads++
-      return orgCounters(10_000n, { month })
+      return ledgerCounters(10_000n, { month })
     }
 
     const results: AdmitResult[] = [await store!.admit(admitRequest({ orgId })), await admitLoaded(store!, admitRequest({ orgId }), readLedger), await admitLoaded(store!, admitRequest({ orgId }), readLedger)]
@@ -86,6 +86,57 @@ describe('RedisAdmissionStore on a live Redis', () => {
     expect(ledgerReads).toBe(1)
     expect(settlements.map((result) => result.outcome)).toEqual(['settled_unreserved', 'already_settled'])
     expect((await store!.snapshot(orgId, '202501'))?.balanceMicros).toBe(8_000n)
+  })
+})
+
+describe('RedisAdmissionStore rebuilding after a loss', () => {
+  let redis: TestRedisStores
+
+  beforeAll(async () => {
+    redis = await openRedisStores(2, { loadFenceMs: 200 })
+  })
+  afterAll(async () => {
+    await redis.close()
+  })
+
+  test('a settlement racing the rebuild is kept, or waits, and is counted once either way; the fence and kept keys carry the hash tag', async () => {
+    const orgId = newOrgId()
+    const [store, other] = redis.stores as [RedisAdmissionStore, RedisAdmissionStore]
+    await store.load(orgId, orgCounters(10_000n))
+    const [early, late] = [admitRequest({ orgId, worstCaseMicros: 3_000n }), admitRequest({ orgId, worstCaseMicros: 3_000n })]
+    const admissions = [(await store.admit(early)) as { month: string }, (await store.admit(late)) as { month: string }]
+    await redis.clients[0]!.unlink((await redis.keys()).filter((key) => key.includes(`{o:${orgId}}`)))
+
+    // `early` settles before anyone rebuilds; its usage row is written after the ledger read.
+    const kept = await other.settle(settlementOf(early, admissions[0]!, { costMicros: 1_000n }))
+    const fence = await store.beginLoad(orgId)
+    const keys = (await redis.keys()).filter((key) => key.includes(orgId)).map((key) => key.slice(redis.keyPrefix.length))
+    // `late` settles while the ledger is read: it has to wait for the load.
+    const waiting = await other.settle(settlementOf(late, admissions[1]!, { costMicros: 2_000n }))
+    const loaded = await store.finishLoad(orgId, orgCounters(10_000n), fence!, [], midJanuaryMs)
+    const after = await other.settle(settlementOf(late, admissions[1]!, { costMicros: 2_000n }))
+
+    expect(keys.sort()).toEqual([`{o:${orgId}}:fence`, `{o:${orgId}}:kept`])
+    expect([kept.outcome, fence!.settledIds, waiting.outcome, loaded, after.outcome]).toEqual(['pending', [early.requestId], 'loading', true, 'settled_unreserved'])
+    expect((await store.snapshot(orgId, '202501'))?.balanceMicros).toBe(7_000n)
+    expect((await redis.keys()).filter((key) => key.includes(orgId)).some((key) => key.endsWith(':fence') || key.endsWith(':kept'))).toBe(false)
+  })
+
+  test('a fence whose rebuilder went away expires: settlements are kept again and its late load writes nothing', async () => {
+    const orgId = newOrgId()
+    const [store, other] = redis.stores as [RedisAdmissionStore, RedisAdmissionStore]
+    const request = admitRequest({ orgId })
+    const abandoned = await store.beginLoad(orgId)
+
+    const during = await other.settle(settlementOf(request, { month: '202501' }))
+    await Bun.sleep(250)
+    const afterExpiry = await other.settle(settlementOf(request, { month: '202501' }))
+    const late = await store.finishLoad(orgId, orgCounters(10_000n), abandoned!, [], midJanuaryMs)
+    const next = await other.beginLoad(orgId)
+
+    expect([during.outcome, afterExpiry.outcome, late]).toEqual(['loading', 'pending', false])
+    expect(next!.token).not.toBe(abandoned!.token)
+    expect(next!.settledIds).toEqual([request.requestId])
   })
 })
 

@@ -12,7 +12,7 @@ import {
   type AdmissionStore,
   type MoneyPosition,
 } from '../../../server/core/admission'
-import { admitRequest, newOrgId, orgCounters } from '../../support/admission-requests'
+import { admitRequest, ledgerCounters, newOrgId, orgCounters } from '../../support/admission-requests'
 
 describe('billingMonth', () => {
   test('turns over at 00:00 Cairo on the 1st, in winter (UTC+2) and in summer time (UTC+3)', () => {
@@ -139,7 +139,7 @@ describe('admitLoaded', () => {
     const reads: string[] = []
     const readLedger = async (id: string, month: string) => {
       reads.push(`${id} ${month}`)
-      return orgCounters(5_000n, { month })
+      return ledgerCounters(5_000n, { month })
     }
 
     const results = [await admitLoaded(store, admitRequest({ orgId }), readLedger), await admitLoaded(store, admitRequest({ orgId }), readLedger)]
@@ -151,7 +151,7 @@ describe('admitLoaded', () => {
   test('fails with service_unavailable when the counters stay absent', async () => {
     const forgetful: AdmissionStore = Object.assign(new InProcessAdmissionStore(), { admit: async () => ({ admitted: false, reason: 'not_loaded' }) as const })
 
-    const failure = await admitLoaded(forgetful, admitRequest({ orgId: newOrgId() }), async () => orgCounters(1n)).catch((error) => error)
+    const failure = await admitLoaded(forgetful, admitRequest({ orgId: newOrgId() }), async () => ledgerCounters(1n)).catch((error) => error)
 
     expect(failure).toBeInstanceOf(GatewayError)
     expect((failure as GatewayError).code).toBe('service_unavailable')

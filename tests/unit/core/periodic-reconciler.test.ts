@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
 import { InProcessAdmissionStore } from '../../../server/adapters/in-process/admission-store'
-import { billingMonth, type OrgCounters } from '../../../server/core/admission'
+import { billingMonth, type LedgerCounters } from '../../../server/core/admission'
 import { PeriodicReconciler } from '../../../server/core/periodic-reconciler'
 
 const nowMs = Date.UTC(2026, 10, 15, 12)
@@ -15,9 +15,9 @@ function fakeLedger(balances: Map<string, bigint>) {
   const reads: string[] = []
   return {
     reads,
-    async readCounters(orgId: string): Promise<OrgCounters> {
+    async readCounters(orgId: string): Promise<LedgerCounters> {
       reads.push(orgId)
-      return { month, balanceMicros: balances.get(orgId) ?? 0n, keySpend: new Map(), projectSpend: new Map() }
+      return { month, balanceMicros: balances.get(orgId) ?? 0n, keySpend: new Map(), projectSpend: new Map(), recordedIds: [] }
     },
   }
 }

@@ -1,10 +1,12 @@
 -- credit.lua: adds a credit the ledger already records (an operator's top-up) to the loaded balance.
--- KEYS[1] {o:ID}:acct   (as in admit.lua)
+-- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:fence   (as in settle.lua)
 -- ARGV[1] amount uEGP (positive)   ARGV[2] the largest balance held exactly (2^53 - 1)
--- Reply: {'credited', new balance} | {'not_loaded'} (nothing written: rebuilding the counters from
---   the ledger counts the credit) | {'overflow'} (nothing written: the balance would pass ARGV[2])
+-- Reply: {'credited', new balance} | {'not_loaded'} (rebuilding the counters from the ledger
+--   counts the credit; a rebuild in progress loses its fence, since its read may have missed the
+--   credit, and reads again) | {'overflow'} (nothing written: the balance would pass ARGV[2])
 local balance = redis.call('HGET', KEYS[1], 'bal')
 if not balance then
+  redis.call('DEL', KEYS[2])
   return {'not_loaded'}
 end
 -- Both terms are below 2^53, so a sum above the limit stays above it after rounding to a double.

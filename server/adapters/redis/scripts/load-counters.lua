@@ -1,17 +1,13 @@
--- load-counters.lua: sets an organization's balance and one month's settled spends from the
--- ledger; open holds are left as they are.
--- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm>   (as in admit.lua)
--- ARGV[1] '1': only when no balance is loaded, '0': always   ARGV[2] balance uEGP (may be negative)
--- ARGV[3] ms the month's spend counters live
--- ARGV[4 ..] field, spend pairs for the month hash ('k|<keyId>', 'p|<projectId>')
--- Reply: 1 when written, 0 when left as it was
-if ARGV[1] == '1' and redis.call('HEXISTS', KEYS[1], 'bal') == 1 then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'bal', ARGV[2])
-redis.call('DEL', KEYS[2])
-for i = 4, #ARGV, 2 do
+-- load-counters.lua: sets an organization's balance and one month's settled spends as given (the
+-- reconciler's repair); open holds are left as they are, kept settlements are forgotten.
+-- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm>   KEYS[3] {o:ID}:kept   (as in settle.lua)
+-- ARGV[1] balance uEGP (may be negative)   ARGV[2] ms the month's spend counters live
+-- ARGV[3 ..] field, spend pairs for the month hash ('k|<keyId>', 'p|<projectId>')
+-- Reply: 1
+redis.call('HSET', KEYS[1], 'bal', ARGV[1])
+redis.call('DEL', KEYS[2], KEYS[3])
+for i = 3, #ARGV, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
 end
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1

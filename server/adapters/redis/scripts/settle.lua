@@ -3,17 +3,29 @@
 -- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm> (the admission's month)
 -- KEYS[3] {o:ID}:res    KEYS[4] {o:ID}:rx    (as in admit.lua)
 -- KEYS[5] {o:ID}:done   sorted set: settled requestId scored by the ms it is forgotten
+-- KEYS[6] {o:ID}:fence  set by begin-load.lua while a rebuild reads the ledger
+-- KEYS[7] {o:ID}:kept   hash: requestId -> "cost|yyyymm|keyId|projectId", settlements that came
+--                       while the counters were absent (applied by finish-load.lua)
 -- ARGV[1] requestId   ARGV[2] keyId   ARGV[3] projectId   ARGV[4] yyyymm (the admission's month)
 -- ARGV[5] cost uEGP   ARGV[6] now ms   ARGV[7] ms the settled id is forgotten
--- ARGV[8] ms the month's spend counters live
--- Reply: {'settled', released uEGP} | {'settled_unreserved'} | {'already_settled'} | {'not_loaded'}
+-- ARGV[8] ms the month's spend counters live   ARGV[9] ms kept settlements live
+-- Reply: {'settled', released uEGP} | {'settled_unreserved'} | {'already_settled'}
+--   | {'pending'} (no counters: kept for the rebuild) | {'loading'} (a rebuild is reading the
+--   ledger: nothing written, settle again shortly)
 -- The cost is debited in full even when it exceeds the hold (the tokens were produced), so the
 -- balance may go below zero; the next admission then answers quota_exceeded.
 local request_id, key_id, project_id, month = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
 local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field)
 if not account[1] then
-  return {'not_loaded'}
+  if redis.call('EXISTS', KEYS[6]) == 1 then
+    return {'loading'}
+  end
+  if redis.call('HSETNX', KEYS[7], request_id, ARGV[5] .. '|' .. month .. '|' .. key_id .. '|' .. project_id) == 0 then
+    return {'already_settled'}
+  end
+  redis.call('PEXPIRE', KEYS[7], ARGV[9])
+  return {'pending'}
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', ARGV[6])
 if redis.call('ZADD', KEYS[5], 'NX', ARGV[7], request_id) == 0 then

@@ -35,4 +35,23 @@ describeEachDatabase('readCounters', (context) => {
     expect(june.keySpend).toEqual(new Map([['key_a', 11n], ['key_b', 13n]]))
     expect(june.projectSpend).toEqual(new Map([['proj_a', 24n]]))
   })
+
+  test('answers which of the asked request ids have usage rows of the organization, in the same read', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant({ balanceMicros: 1_000n })
+    const org = tenant.organizationId
+    await db.usage.insertUsageEvents([
+      usageEvent({ orgId: org, requestId: `req_kept_${org}`, costMicros: 30n }),
+      usageEvent({ orgId: 'org_someone_else', requestId: `req_theirs_${org}`, costMicros: 1n }),
+    ])
+    const asked = [`req_kept_${org}`, `req_missing_${org}`, `req_theirs_${org}`, "it's; not an id"]
+
+    const counters = await db.ledger.readCounters(org, '202605', 'Africa/Cairo', asked)
+    const unasked = await db.ledger.readCounters(org, '202605', 'Africa/Cairo')
+
+    expect(counters.recordedIds).toEqual([`req_kept_${org}`])
+    expect(counters.balanceMicros).toBe(970n)
+    expect(unasked.recordedIds).toEqual([])
+    expect(unasked.balanceMicros).toBe(970n)
+  })
 })

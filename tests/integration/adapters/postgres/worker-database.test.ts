@@ -94,6 +94,7 @@ describe('openDatabaseInWorker: reads', () => {
       balanceMicros: beyondDoublePrecision - 1_000_007n,
       keySpend: new Map([['key_a', 7n], ['key_b', 1_000_000n]]),
       projectSpend: new Map([[fixture.projectId, 1_000_007n]]),
+      recordedIds: [],
     })
     expect(counters.keySpend).toBeInstanceOf(Map)
     expect(typeof counters.balanceMicros).toBe('bigint')
