@@ -135,23 +135,23 @@ export function authorize(scope: OrgScope, action: OrgAction): void {
 
 /** Routes that need a signed-in user: adds `principal`. */
 export function sessionAuth(deps: ManagementDeps) {
-  return new Elysia().derive({ as: 'scoped' }, async (context) => ({
-    principal: await authenticateSession(deps, context as unknown as RequestContext),
+  return new Elysia().derive({ as: 'scoped' }, async ({ request, server, set }) => ({
+    principal: await authenticateSession(deps, { request, server, set }),
   }))
 }
 
 /** Routes of the selected organization: adds `principal` and `org`. */
 export function orgAccess(deps: ManagementDeps) {
-  return new Elysia().derive({ as: 'scoped' }, async (context) => {
-    const principal = await authenticateSession(deps, context as unknown as RequestContext)
-    return { principal, org: await selectOrganization(deps, principal, context.request) }
+  return new Elysia().derive({ as: 'scoped' }, async ({ request, server, set }) => {
+    const principal = await authenticateSession(deps, { request, server, set })
+    return { principal, org: await selectOrganization(deps, principal, request) }
   })
 }
 
 /** Routes of platform operators (/v1/admin/*): adds `principal`; others get 403 permission_denied. */
 export function operatorAccess(deps: ManagementDeps) {
-  return new Elysia().derive({ as: 'scoped' }, async (context) => {
-    const principal = await authenticateSession(deps, context as unknown as RequestContext)
+  return new Elysia().derive({ as: 'scoped' }, async ({ request, server, set }) => {
+    const principal = await authenticateSession(deps, { request, server, set })
     if (!principal.user.isOperator) throw new GatewayError('permission_denied', 'Only platform operators may use /v1/admin routes.')
     return { principal }
   })

@@ -46,9 +46,8 @@ export function authRoutes(deps: ManagementDeps) {
   return new Elysia({ normalize: false })
     .post(
       '/v1/auth/signup',
-      async (context) => {
-        const { body, set } = context
-        const source = requestOrigin(context, deps.trustedProxies)
+      async ({ body, request, server, set }) => {
+        const source = requestOrigin({ request, server, set }, deps.trustedProxies)
         auth.limiter.admitAttempt(source.ip)
         const email = normalizeEmail(body.email)
         if (!isEmailAddress(email)) throw new GatewayError('invalid_request', `'${body.email}' is not an e-mail address.`, 'email')
@@ -63,10 +62,10 @@ export function authRoutes(deps: ManagementDeps) {
     )
     .post(
       '/v1/auth/verify_email',
-      async (context) => {
-        const source = requestOrigin(context, deps.trustedProxies)
+      async ({ body, request, server, set }) => {
+        const source = requestOrigin({ request, server, set }, deps.trustedProxies)
         auth.limiter.admitAttempt(source.ip)
-        const user = await auth.accounts.verifyEmail(hashApiKey(context.body.token), new Date(auth.now()), source)
+        const user = await auth.accounts.verifyEmail(hashApiKey(body.token), new Date(auth.now()), source)
         if (!user) throw new GatewayError('invalid_request', 'The verification token is unknown, already used or expired; ask for a new one with POST /v1/auth/verify_email/resend.', 'token')
         return userObject(user)
       },
@@ -74,12 +73,11 @@ export function authRoutes(deps: ManagementDeps) {
     )
     .post(
       '/v1/auth/login',
-      async (context) => {
-        const { body, request } = context
+      async ({ body, request, server, set }) => {
         const login = await logIn(auth, {
           email: body.email,
           password: body.password,
-          source: requestOrigin(context, deps.trustedProxies),
+          source: requestOrigin({ request, server, set }, deps.trustedProxies),
           userAgent: request.headers.get('user-agent')?.slice(0, maxUserAgentLength) ?? null,
         })
         return {
