@@ -14,11 +14,13 @@ export function createLedgerReader(db: Drizzle): LedgerReader {
     async readCounters(orgId: string, month: string, timeZone: string, requestIds: readonly string[] = []): Promise<LedgerCounters> {
       const year = Number(month.slice(0, 4))
       const monthNumber = Number(month.slice(4, 6))
+      // The ids go as one JSON parameter: a rebuild after a busy outage may ask about more of them
+      // than a statement may have parameters.
       const recorded = requestIds.length === 0
         ? sql``
         : sql`UNION ALL
         SELECT 'recorded', request_id, NULL FROM usage_events
-          WHERE org_id = ${orgId} AND request_id IN (${sql.join(requestIds.map((id) => sql`${id}`), sql`, `)})`
+          WHERE org_id = ${orgId} AND request_id IN (SELECT json_array_elements_text(${JSON.stringify(requestIds)}::json))`
       const result = await db.execute(sql`
         WITH bounds AS (
           SELECT make_timestamptz(${year}, ${monthNumber}, 1, 0, 0, 0, ${timeZone}) AS starts,

@@ -54,4 +54,16 @@ describeEachDatabase('readCounters', (context) => {
     expect(unasked.recordedIds).toEqual([])
     expect(unasked.balanceMicros).toBe(970n)
   })
+
+  test('answers about 100,000 request ids at once, more than a statement may have parameters', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant({ balanceMicros: 1_000n })
+    const org = tenant.organizationId
+    await db.usage.insertUsageEvents([usageEvent({ orgId: org, requestId: `req_last_${org}`, costMicros: 1n })])
+    const asked = [...Array.from({ length: 100_000 }, (_, i) => `req_${i}_${org}`), `req_last_${org}`]
+
+    const counters = await db.ledger.readCounters(org, '202605', 'Africa/Cairo', asked)
+
+    expect(counters.recordedIds).toEqual([`req_last_${org}`])
+  })
 })
