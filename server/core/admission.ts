@@ -343,11 +343,11 @@ export type ReadLedger = (orgId: string, month: string, requestIds: readonly str
  * kept meanwhile whose usage rows the read did not hold. Returns false when they were loaded
  * already, or the rebuild was fenced off (try again).
  */
-export async function rebuildCounters(store: AdmissionStore, orgId: string, month: string, nowMs: number, readLedger: ReadLedger): Promise<boolean> {
-  const fence = await store.beginLoad(orgId, nowMs)
+export async function rebuildCounters(store: AdmissionStore, orgId: string, month: string, now: () => number, readLedger: ReadLedger): Promise<boolean> {
+  const fence = await store.beginLoad(orgId, now())
   if (!fence) return false
   const { recordedIds, ...counters } = await readLedger(orgId, month, fence.settledIds)
-  return store.finishLoad(orgId, counters, fence, recordedIds, nowMs)
+  return store.finishLoad(orgId, counters, fence, recordedIds, now())
 }
 
 // Rebuilds an admission may try before it gives up with service_unavailable: each one that loses
@@ -357,14 +357,14 @@ const rebuildAttempts = 3
 /**
  * Admits, rebuilding the organization's counters when the store has none (a new organization, or
  * Redis lost its data). When two gateways rebuild at once, they share a fence and the first load
- * wins. Still not loaded after a few rebuilds: service_unavailable.
+ * wins. Still not loaded after a few rebuilds: service_unavailable. `now` times the rebuild.
  */
-export async function admitLoaded(store: AdmissionStore, request: AdmitRequest, readLedger: ReadLedger): Promise<Admitted | ClientRefusal> {
+export async function admitLoaded(store: AdmissionStore, request: AdmitRequest, readLedger: ReadLedger, now: () => number = Date.now): Promise<Admitted | ClientRefusal> {
   const month = billingMonth(request.nowMs, request.timeZone)
   for (let attempt = 0; attempt <= rebuildAttempts; attempt++) {
     const result = await store.admit(request)
     if (result.admitted || result.reason !== 'not_loaded') return result
-    if (attempt < rebuildAttempts) await rebuildCounters(store, request.orgId, month, request.nowMs, readLedger)
+    if (attempt < rebuildAttempts) await rebuildCounters(store, request.orgId, month, now, readLedger)
   }
   throw new GatewayError('service_unavailable')
 }

@@ -139,6 +139,7 @@ export class InferenceCall {
           throw new GatewayError('service_unavailable', 'Billing is temporarily unavailable. Retry in 30 to 60 seconds.')
         }
       },
+      now,
     )
     if (!result.admitted) throw refusalError(result)
     this.admitted = result

@@ -54,7 +54,7 @@ export async function reconcileOrganization(
   const counters: OrgCounters = await ledger.readCounters(orgId, month, timeZone)
   const snapshot = await store.snapshot(orgId, month)
   if (!snapshot) {
-    if (repair) await rebuildCounters(store, orgId, month, nowMs, (_, __, requestIds) => ledger.readCounters(orgId, month, timeZone, requestIds))
+    if (repair) await rebuildCounters(store, orgId, month, () => nowMs, (_, __, requestIds) => ledger.readCounters(orgId, month, timeZone, requestIds))
     return { orgId, month, outcome: 'rebuilt', drift: noDrift, releasedHolds }
   }
   const drift = {

@@ -138,7 +138,11 @@ export class InProcessAdmissionStore implements AdmissionStore {
   private keep(settlement: Settlement): 'pending' | 'loading' | 'already_settled' {
     const { orgId, requestId, nowMs } = settlement
     const fence = this.fences.get(orgId)
-    if (fence && nowMs < fence.expiresAtMs) return 'loading'
+    if (fence) {
+      if (nowMs < fence.expiresAtMs) return 'loading'
+      // Expired, as Redis would drop it: the rebuild that set it may not finish now.
+      this.fences.delete(orgId)
+    }
     let kept = this.kept.get(orgId)
     if (!kept) this.kept.set(orgId, (kept = new Map()))
     if (kept.has(requestId)) return 'already_settled'
