@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { waitFor } from '../support/wait-for'
 import { BillingBooks, billingRedisUrl, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
-import { chat, egp, quickModel, request, servedIds, slowStreamModel, slowStreamTotalMs, tally, teardown, worstCaseMicros, writeFaultCatalog } from './fault-scenario'
+import { chat, egp, openSlowStream, quickModel, request, servedIds, slowStreamTotalMs, tally, teardown, worstCaseMicros } from './fault-scenario'
 
 // A gateway that dies holds money it never settles: the hold must expire and be released (I2)
 // while the organization keeps being admitted within what the hold leaves (I1).
@@ -27,28 +27,6 @@ describe('a gateway killed with SIGKILL in the middle of a stream', () => {
 
   afterAll(() => cleanup.run(), 30_000)
 
-  /** Opens a streamed completion and reads it until `events` SSE events arrived; returns its request id. */
-  async function streamUntil(gateway: RunningGateway, apiKey: string, events: number): Promise<{ requestId: string; rest: Promise<unknown> }> {
-    const response = await fetch(`${gateway.baseUrl}/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ ...request(slowStreamModel), stream: true }),
-      signal: AbortSignal.timeout(20_000),
-    })
-    expect(response.status).toBe(200)
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-    let text = ''
-    while (text.split('data: ').length - 1 < events) {
-      const { done, value } = await reader.read()
-      if (done) throw new Error(`the stream ended after ${text}`)
-      text += value
-    }
-    const rest = (async () => {
-      while (!(await reader.read()).done);
-    })().catch((error: unknown) => error)
-    return { requestId: response.headers.get('x-request-id')!, rest }
-  }
-
   test('its hold expires and is released; meanwhile the org is admitted within what the hold leaves, and the books agree', async () => {
     const burstAdmits = 5
     // The stream's hold, then room for exactly `burstAdmits` more requests (each costs its worst case).
@@ -57,7 +35,7 @@ describe('a gateway killed with SIGKILL in the middle of a stream', () => {
     const orgId = await books.orgOf(apiKey)
 
     const streamSentAt = Date.now()
-    const { requestId: streamId, rest } = await streamUntil(doomed, apiKey, 4)
+    const { requestId: streamId, rest } = await openSlowStream(doomed.baseUrl, apiKey, 4)
     const streamOpenedAt = Date.now()
     const [hold] = (await books.counters(orgId))!.reservations
     process.kill(doomed.pid, 'SIGKILL')

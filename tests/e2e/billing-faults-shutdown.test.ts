@@ -3,7 +3,7 @@ import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { waitFor } from '../support/wait-for'
 import { BillingBooks, billingRedisUrl, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
-import { chat, quickModel, request, servedIds, slowStreamModel, tally, teardown, worstCaseMicros } from './fault-scenario'
+import { chat, openSlowStream, quickModel, request, servedIds, tally, teardown, worstCaseMicros } from './fault-scenario'
 
 // Shutdown is an exit path like any other (SPEC 3): a gateway told to stop (SIGTERM) stops taking
 // connections, lets the requests in flight finish, settles each, and writes their usage rows
@@ -30,44 +30,18 @@ describe('a gateway stopped with SIGTERM while streams run', () => {
 
   afterAll(() => cleanup.run(), 30_000)
 
-  /** Opens a streamed completion and reads its first `events` SSE events; `rest` reads it to the end. */
-  async function openStream(apiKey: string, events: number): Promise<{ requestId: string; rest: Promise<string> }> {
-    const response = await fetch(`${gateway.baseUrl}/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ ...request(slowStreamModel), stream: true }),
-      signal: AbortSignal.timeout(20_000),
-    })
-    expect(response.status).toBe(200)
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-    let text = ''
-    while (text.split('data: ').length - 1 < events) {
-      const { done, value } = await reader.read()
-      if (done) throw new Error(`the stream ended after ${text}`)
-      text += value
-    }
-    const rest = (async () => {
-      for (;;) {
-        const { done, value } = await reader.read()
-        if (done) return text
-        text += value
-      }
-    })()
-    return { requestId: response.headers.get('x-request-id')!, rest }
-  }
-
   test('finishes the streams, settles every request and writes every usage row before it exits; the books agree', async () => {
     const apiKey = await gateway.createApiKey({ rpm: 10_000 })
     const orgId = await books.orgOf(apiKey)
     const quick = await Promise.all(Array.from({ length: 10 }, () => chat(gateway.baseUrl, apiKey, request(quickModel))))
-    const streams = await Promise.all(Array.from({ length: 4 }, () => openStream(apiKey, 3)))
+    const streams = await Promise.all(Array.from({ length: 4 }, () => openSlowStream(gateway.baseUrl, apiKey, 3)))
     const heldAtStop = (await books.counters(orgId))!.reservations.map((reservation) => reservation.requestId).sort()
 
     process.kill(gateway.pid, 'SIGTERM')
     // Redis goes away while the streams finish, and comes back a second after the last one ended.
     proxy.refusing = true
     proxy.cut()
-    const texts = await Promise.all(streams.map((stream) => stream.rest))
+    const ends = await Promise.all(streams.map((stream) => stream.rest))
     await Bun.sleep(1_000)
     const runningWhileRedisAway = gateway.isRunning
     proxy.refusing = false
@@ -77,7 +51,8 @@ describe('a gateway stopped with SIGTERM while streams run', () => {
     expect(tally(quick)).toEqual({ '200': 10 })
     expect(heldAtStop).toEqual(streamIds)
     expect(runningWhileRedisAway).toBe(true)
-    for (const text of texts) {
+    for (const { text, error } of ends) {
+      expect(error).toBeNull()
       expect(text).not.toContain('"error"')
       expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true)
     }

@@ -75,6 +75,39 @@ export async function chat(baseUrl: string, apiKey: string, body: Record<string,
   }
 }
 
+/**
+ * Opens a streamed completion of `slowStreamModel` and reads it until `events` SSE events arrived.
+ * `rest` reads on to the end: the whole text, and what ended it early (the gateway died), if anything.
+ */
+export async function openSlowStream(baseUrl: string, apiKey: string, events: number): Promise<{ requestId: string; rest: Promise<{ text: string; error: unknown }> }> {
+  const response = await fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ ...request(slowStreamModel), stream: true }),
+    signal: AbortSignal.timeout(20_000),
+  })
+  if (response.status !== 200) throw new Error(`the stream was refused with ${response.status}: ${await response.text()}`)
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let text = ''
+  while (text.split('data: ').length - 1 < events) {
+    const { done, value } = await reader.read()
+    if (done) throw new Error(`the stream ended after ${text}`)
+    text += value
+  }
+  const rest = (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) return { text, error: null }
+        text += value
+      }
+    } catch (error) {
+      return { text, error }
+    }
+  })()
+  return { requestId: response.headers.get('x-request-id')!, rest }
+}
+
 /** How many answers had each status (and error code), e.g. `{ '200': 12, '402 insufficient_balance': 3 }`. */
 export function tally(answers: readonly Answer[]): Record<string, number> {
   const counts: Record<string, number> = {}
