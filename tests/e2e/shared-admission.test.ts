@@ -4,12 +4,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import postgres from 'postgres'
+import { createClient } from 'redis'
+import { admissionScripts } from '../../server/adapters/redis/admission-scripts'
 import { createPostgresDatabase } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { flushRedisDatabase } from '../support/admission-redis'
+import { waitFor } from '../support/wait-for'
 
 // Two gateways share one Postgres and one Redis (a database index of its own, emptied before and
-// after): admission must hold across them (DESIGN.md I1).
+// after): admission must hold across them (DESIGN.md I1), at two Redis commands per request.
 const redisUrl = 'redis://127.0.0.1:6379/11'
 const model = 'nile/qwen2.5-7b-instruct'
 // Worst case of one request below: 10 estimated prompt tokens at 5 EGP/1M plus 1,000 output tokens
@@ -77,5 +80,38 @@ describe('two gateways on one Redis and one Postgres', () => {
     } finally {
       await sql.end()
     }
+  }, 60_000)
+
+  test('a request costs two Redis commands on its way: the admit script, then the settle script', async () => {
+    const apiKey = await gateways[0]!.createApiKey({ rpm: 100_000 })
+    const client = new OpenAI({ baseURL: gateways[0]!.baseUrl, apiKey, maxRetries: 0 })
+    const ask = () => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 16 })
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+    const usageRows = async (id: string) => (await sql<Array<{ count: number }>>`SELECT count(*)::int AS count FROM usage_events WHERE org_id = (SELECT org_id FROM usage_events WHERE request_id = ${id})`)[0]!.count
+    // The organization's first request rebuilds its counters from the ledger: that is not the hot path.
+    const { _request_id: firstId } = await ask()
+    await waitFor(async () => (await usageRows(firstId!)) === 1, { what: 'the first usage row' })
+    const monitor = createClient({ url: redisUrl })
+    await monitor.connect()
+    const commands: string[] = []
+    const requests = 20
+    try {
+      await monitor.monitor((line) => commands.push(line))
+      await Promise.all(Array.from({ length: requests }, ask))
+      // A usage row is written once its settlement is answered: all rows there, all settled.
+      await waitFor(async () => (await usageRows(firstId!)) === requests + 1, { what: 'the usage rows' })
+    } finally {
+      monitor.destroy()
+      await sql.end()
+    }
+
+    // What the gateways sent to this database, leaving out the commands scripts ran inside Redis.
+    const sent = commands
+      .filter((line) => /\[11 [\d[]/.test(line))
+      .map((line) => line.slice(line.indexOf(']') + 2).replaceAll('"', '').split(' ').slice(0, 2).join(' ').toLowerCase())
+    const scriptNames = new Map(admissionScripts.map((script) => [`evalsha ${script.sha}`, script.name]))
+    const tally: Record<string, number> = {}
+    for (const command of sent) tally[scriptNames.get(command) ?? command] = (tally[scriptNames.get(command) ?? command] ?? 0) + 1
+    expect(tally).toEqual({ admit: requests, settle: requests })
   }, 60_000)
 })
