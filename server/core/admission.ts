@@ -34,7 +34,7 @@ export const defaultLoadFenceMs = 10_000
  * How long settlements kept for an organization without counters wait for a rebuild. By then their
  * usage rows are in the ledger, which the rebuild reads.
  */
-export const pendingSettlementTtlMs = 24 * 60 * 60_000
+export const keptSettlementTtlMs = 24 * 60 * 60_000
 
 /** The largest amount, in micro-EGP, the stores hold exactly: 2^53 - 1. */
 export const maxMicros = 9_007_199_254_740_991n
@@ -204,7 +204,7 @@ export type CreditOutcome = 'credited' | 'not_loaded'
 /** A rebuild in progress: its fence, and the settlements kept while the counters were absent. */
 export interface LoadFence {
   token: string
-  settledIds: string[]
+  keptIds: string[]
 }
 
 /** What a rebuild reads from the ledger, in one snapshot. */
@@ -346,7 +346,7 @@ export type ReadLedger = (orgId: string, month: string, requestIds: readonly str
 export async function rebuildCounters(store: AdmissionStore, orgId: string, month: string, now: () => number, readLedger: ReadLedger): Promise<boolean> {
   const fence = await store.beginLoad(orgId, now())
   if (!fence) return false
-  const { recordedIds, ...counters } = await readLedger(orgId, month, fence.settledIds)
+  const { recordedIds, ...counters } = await readLedger(orgId, month, fence.keptIds)
   return store.finishLoad(orgId, counters, fence, recordedIds, now())
 }
 

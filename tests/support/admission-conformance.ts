@@ -126,7 +126,7 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
 
         expect(none).toBeNull()
         expect(second).toEqual(first)
-        expect(first!.settledIds).toEqual([])
+        expect(first!.keptIds).toEqual([])
         expect(finished).toEqual([true, false])
         expect((await snapshot(orgId)).balanceMicros).toBe(700n)
         expect(await store().beginLoad(orgId, nowMs)).toBeNull()
@@ -149,7 +149,7 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         const replays = await Promise.all(settlements.map((settlement) => store().settle({ ...settlement, nowMs })))
 
         expect(kept.map((result) => result.outcome)).toEqual(['pending', 'pending', 'pending', 'pending'])
-        expect([...fence!.settledIds].sort()).toEqual(settlements.map((settlement) => settlement.requestId).sort())
+        expect([...fence!.keptIds].sort()).toEqual(settlements.map((settlement) => settlement.requestId).sort())
         expect(loaded).toBe(true)
         expect(replays.map((result) => result.outcome)).toEqual(['already_settled', 'already_settled', 'already_settled', 'already_settled'])
         const taken = await snapshot(orgId)
@@ -203,7 +203,7 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         await store().finishLoad(orgId, orgCounters(10_000n), fence!, [], nowMs)
 
         expect(reasonsOf(outcomes.map((result) => result.outcome))).toEqual({ pending: 100, already_settled: 100 })
-        expect(fence!.settledIds.length).toBe(100)
+        expect(fence!.keptIds.length).toBe(100)
         expect((await snapshot(orgId)).balanceMicros).toBe(10_000n - 700n)
       })
     })

@@ -11,7 +11,7 @@ import {
   defaultSettledRetentionMs,
   maxMicros,
   moneyRefusal,
-  pendingSettlementTtlMs,
+  keptSettlementTtlMs,
   rateWindowMs,
   retryAfterSeconds,
   type AdmissionStore,
@@ -173,8 +173,8 @@ export class InProcessAdmissionStore implements AdmissionStore {
     let fence = this.fences.get(orgId)
     if (!fence || nowMs >= fence.expiresAtMs) this.fences.set(orgId, (fence = { token: crypto.randomUUID(), expiresAtMs: nowMs + this.loadFenceMs }))
     const kept = this.kept.get(orgId) ?? new Map<string, KeptSettlement>()
-    for (const [requestId, { keptAtMs }] of kept) if (keptAtMs + pendingSettlementTtlMs <= nowMs) kept.delete(requestId)
-    return { token: fence.token, settledIds: [...kept.keys()] }
+    for (const [requestId, { keptAtMs }] of kept) if (keptAtMs + keptSettlementTtlMs <= nowMs) kept.delete(requestId)
+    return { token: fence.token, keptIds: [...kept.keys()] }
   }
 
   async finishLoad(orgId: string, counters: OrgCounters, fence: LoadFence, recordedIds: readonly string[], nowMs: number): Promise<boolean> {

@@ -152,11 +152,11 @@ export async function runLoadCounters(client: RedisClient, keys: OrgKeys, p: Loa
 }
 
 /** The fence's token and the kept settlements' ids, or null when the counters are loaded. */
-export async function runBeginLoad(client: RedisClient, keys: OrgKeys, token: string, fenceMs: number): Promise<{ token: string; settledIds: string[] } | null> {
+export async function runBeginLoad(client: RedisClient, keys: OrgKeys, token: string, fenceMs: number): Promise<{ token: string; keptIds: string[] } | null> {
   const reply = (await beginLoadScript.run(client, [keys.account, keys.fence, keys.kept], [token, String(fenceMs)])) as string[]
   if (reply.length === 0) return null
-  const [current, ...settledIds] = reply as [string, ...string[]]
-  return { token: current, settledIds }
+  const [current, ...keptIds] = reply as [string, ...string[]]
+  return { token: current, keptIds }
 }
 
 export interface FinishLoadParams extends LoadCountersParams {

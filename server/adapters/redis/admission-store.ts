@@ -10,7 +10,7 @@ import {
   defaultLoadFenceMs,
   defaultSettledRetentionMs,
   maxMicros,
-  pendingSettlementTtlMs,
+  keptSettlementTtlMs,
   rateWindowMs,
   type AdmissionStore,
   type AdmitRequest,
@@ -128,7 +128,7 @@ export class RedisAdmissionStore implements AdmissionStore {
         nowMs: settlement.nowMs,
         forgetAtMs: settlement.nowMs + this.settledRetentionMs,
         monthTtlMs: monthCountersTtlMs,
-        keptTtlMs: pendingSettlementTtlMs,
+        keptTtlMs: keptSettlementTtlMs,
       }),
     )
     switch (reply[0]) {

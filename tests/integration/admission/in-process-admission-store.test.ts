@@ -22,5 +22,5 @@ test('a fence whose rebuilder went away expires: settlements are kept again and 
 
   expect([during.outcome, afterExpiry.outcome, late]).toEqual(['loading', 'pending', false])
   expect(next!.token).not.toBe(abandoned!.token)
-  expect(next!.settledIds).toEqual([request.requestId])
+  expect(next!.keptIds).toEqual([request.requestId])
 })

@@ -117,7 +117,7 @@ describe('RedisAdmissionStore rebuilding after a loss', () => {
     const after = await other.settle(settlementOf(late, admissions[1]!, { costMicros: 2_000n }))
 
     expect(keys.sort()).toEqual([`{o:${orgId}}:fence`, `{o:${orgId}}:kept`])
-    expect([kept.outcome, fence!.settledIds, waiting.outcome, loaded, after.outcome]).toEqual(['pending', [early.requestId], 'loading', true, 'settled_unreserved'])
+    expect([kept.outcome, fence!.keptIds, waiting.outcome, loaded, after.outcome]).toEqual(['pending', [early.requestId], 'loading', true, 'settled_unreserved'])
     expect((await store.snapshot(orgId, '202501'))?.balanceMicros).toBe(7_000n)
     expect((await redis.keys()).filter((key) => key.includes(orgId)).some((key) => key.endsWith(':fence') || key.endsWith(':kept'))).toBe(false)
   })
@@ -136,7 +136,7 @@ describe('RedisAdmissionStore rebuilding after a loss', () => {
 
     expect([during.outcome, afterExpiry.outcome, late]).toEqual(['loading', 'pending', false])
     expect(next!.token).not.toBe(abandoned!.token)
-    expect(next!.settledIds).toEqual([request.requestId])
+    expect(next!.keptIds).toEqual([request.requestId])
   })
 })
 
