@@ -1,5 +1,6 @@
 import { gatewayApi } from './api'
 import { Auth } from './resources/auth'
+import { Changelog } from './resources/changelog'
 import { ChatCompletions } from './resources/chat'
 import { Embeddings } from './resources/embeddings'
 import { Models } from './resources/models'
@@ -36,6 +37,8 @@ export class Nilegate {
   readonly chat: { readonly completions: ChatCompletions }
   readonly embeddings: Embeddings
   readonly models: Models
+  /** Model retirements, scheduled or done. */
+  readonly changelog: Changelog
   readonly auth: Auth
   /** The organizations the signed-in user belongs to. */
   readonly organizations: Organizations
@@ -60,6 +63,7 @@ export class Nilegate {
     this.chat = { completions: new ChatCompletions(inference) }
     this.embeddings = new Embeddings(inference)
     this.models = new Models(inference)
+    this.changelog = new Changelog(inference)
     this.auth = new Auth(management, this)
     this.organizations = new Organizations(management)
     this.organization = new OrganizationResource(management)

@@ -3,7 +3,7 @@ import { GatewayError } from '@nilegate/shared/errors'
 import { Nilegate, NilegateError, type ChatCompletionChunk } from '../../sdk/src'
 import { decodeFloat32Base64 } from '../../sdk/src/resources/embeddings'
 import { rejectionOf } from '../e2e/sdk-client'
-import { chatModel, embeddingsModel, testApp } from '../support/test-app'
+import { chatModel, embeddingsModel, retiredModel, testApp } from '../support/test-app'
 
 const messages = [{ role: 'user' as const, content: 'Hello there' }]
 
@@ -138,6 +138,16 @@ describe('models', () => {
     expect(list.data.map((item) => item.id)).toContain(chatModel)
     expect(model.id).toBe(chatModel)
     expect(sent[1]!.url).toBe(`http://localhost/v1/models/${chatModel.replace('/', '%2F')}`)
+  })
+
+  test('lists the model retirements of the changelog, typed', async () => {
+    const { ng, sent } = await sdkOverApp()
+
+    const { object, data } = await ng.changelog.list()
+
+    expect(object).toBe('list')
+    expect(data.find((retirement) => retirement.model === retiredModel)).toMatchObject({ object: 'model.retirement', status: 'retired' })
+    expect(sent[0]!.url).toBe('http://localhost/v1/changelog')
   })
 
   test('an unknown model is a NilegateError with the catalog code', async () => {

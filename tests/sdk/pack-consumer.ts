@@ -6,7 +6,7 @@
  * they accepted, tsc would report the unused directives. It prints what it got as one JSON line.
  */
 export const consumerSource = `
-import { Nilegate, NilegateError, type ChatMessage, type Project } from '@nilegate/sdk'
+import { Nilegate, NilegateError, type ChatMessage, type ModelRetirement, type Project } from '@nilegate/sdk'
 
 declare const process: { env: Record<string, string | undefined> }
 const env = (name: string): string => {
@@ -22,6 +22,7 @@ const models = await ng.models.list()
 const chatModel = models.data.find((model) => model.modality === 'Chat')!.id
 const embeddingsModel = models.data.find((model) => model.modality === 'Embeddings')!.id
 const retrieved = await ng.models.retrieve(chatModel)
+const retirements: ModelRetirement[] = (await ng.changelog.list()).data
 
 const completion = await ng.chat.completions.create({ model: chatModel, messages, max_tokens: 16 })
 const reply: string | null = completion.choices[0]!.message.content
@@ -51,6 +52,7 @@ await admin.auth.logout()
 
 console.log(JSON.stringify({
   retrievedId: retrieved.id,
+  retiredModels: retirements.filter((retirement) => retirement.status === 'retired').length,
   chatModel,
   reply,
   streamed,

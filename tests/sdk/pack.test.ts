@@ -80,6 +80,7 @@ describe('the packed @nilegate/sdk in a Node project', () => {
     const result = JSON.parse(printed.trim().split('\n').at(-1)!)
     expect(result).toEqual({
       retrievedId: result.chatModel,
+      retiredModels: expect.any(Number),
       chatModel: expect.stringContaining('/'),
       reply: expect.stringMatching(/\S/),
       streamed: result.reply,
@@ -95,5 +96,7 @@ describe('the packed @nilegate/sdk in a Node project', () => {
     expect(result.streamUsage.completion_tokens).toBeGreaterThan(0)
     expect(result.vectorLength).toBeGreaterThan(0)
     expect(result.modelsWithNewKey).toBeGreaterThan(0)
+    // The demo catalog has one retired model.
+    expect(result.retiredModels).toBe(1)
   })
 })
