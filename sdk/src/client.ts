@@ -35,6 +35,12 @@ export class Nilegate {
   /** Sent on management routes; set by `auth.login()`, cleared by `auth.logout()`. */
   accessToken: string | null
   readonly chat: { readonly completions: ChatCompletions }
+  /**
+   * The dashboard's playground: chat completions with the signed-in session instead of an API key
+   * (members with a verified address), billed and limited like a key of the project the client is
+   * narrowed to (`project`).
+   */
+  readonly playground: { readonly chat: { readonly completions: ChatCompletions } }
   readonly embeddings: Embeddings
   readonly models: Models
   /** Model retirements, scheduled or done. */
@@ -60,7 +66,8 @@ export class Nilegate {
     const inference = gatewayApi(origin, transport, () => bearer(this.apiKey))
     const management = gatewayApi(origin, transport, () => bearer(this.accessToken))
 
-    this.chat = { completions: new ChatCompletions(inference) }
+    this.chat = { completions: new ChatCompletions(inference.v1.chat.completions) }
+    this.playground = { chat: { completions: new ChatCompletions(management.v1.playground.chat.completions) } }
     this.embeddings = new Embeddings(inference)
     this.models = new Models(inference)
     this.changelog = new Changelog(inference)

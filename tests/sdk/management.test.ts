@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Nilegate, NilegateError, type Project } from '../../sdk/src'
 import { rejectionOf } from '../e2e/sdk-client'
+import { waitFor } from '../support/wait-for'
 import { openTestDatabase, slowHookTimeoutMs, type TestDatabase } from '../support/databases'
 import { managementApp, type SignedInUser } from '../support/management-app'
+import { grantCredit } from '../support/project-keys'
+import { chatModel } from '../support/test-app'
 
 describe('the management API through the SDK', () => {
   let database: TestDatabase
@@ -20,9 +23,15 @@ describe('the management API through the SDK', () => {
   afterAll(() => database?.dispose())
 
   /** A client of the in-process app; `fetch` may stand in front of it. */
-  const client = (options: { accessToken?: string; organization?: string; fetch?: (request: Request) => Promise<Response> } = {}) => {
+  const client = (options: { accessToken?: string; organization?: string; project?: string; fetch?: (request: Request) => Promise<Response> } = {}) => {
     const send = options.fetch ?? ((request: Request) => gateway.app.handle(request))
-    return new Nilegate({ baseURL: 'http://localhost/v1', accessToken: options.accessToken ?? owner.token, organization: options.organization, fetch: (input, init) => send(new Request(input, init)) })
+    return new Nilegate({
+      baseURL: 'http://localhost/v1',
+      accessToken: options.accessToken ?? owner.token,
+      organization: options.organization,
+      project: options.project,
+      fetch: (input, init) => send(new Request(input, init)),
+    })
   }
 
   test('logs in, acts with the new session and logs out, after which the session is refused', async () => {
@@ -107,6 +116,26 @@ describe('the management API through the SDK', () => {
     expect(usage).toMatchObject({ object: 'page', has_more: false })
     expect(balance).toMatchObject({ object: 'organization.balance', organization_id: orgId })
     expect(created.map((record) => record.target.id)).toEqual([invite.id])
+  })
+
+  test('tries a model on the playground with the session, plain and streamed, billed to the chosen project', async () => {
+    await grantCredit(gateway.db, orgId)
+    const project = await client().organization.projects.create({ name: 'playground' })
+    const ng = client({ project: project.id })
+    const messages = [{ role: 'user' as const, content: 'Hello there' }]
+
+    const completion = await ng.playground.chat.completions.create({ model: chatModel, messages, max_tokens: 16 })
+    const stream = await ng.playground.chat.completions.create({ model: chatModel, messages, max_tokens: 16, stream: true })
+    let streamed = ''
+    for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? ''
+    const withoutProject = await rejectionOf(client().playground.chat.completions.create({ model: chatModel, messages }))
+
+    expect(completion).toMatchObject({ object: 'chat.completion', model: chatModel })
+    expect(streamed.length).toBeGreaterThan(0)
+    expect(stream.usage?.completion_tokens).toBeGreaterThan(0)
+    expect(withoutProject).toMatchObject({ status: 400, code: 'invalid_request', param: 'OpenAI-Project' })
+    await waitFor(() => gateway.usage.filter((event) => event.projectId === project.id).length === 2, { what: 'both playground requests to be recorded' })
+    expect(gateway.usage.filter((event) => event.projectId === project.id).map((event) => event.keyId)).toEqual([`playground:${owner.user.id}`, `playground:${owner.user.id}`])
   })
 
   test('refusals are NilegateErrors with their catalog codes', async () => {

@@ -1,5 +1,5 @@
 import type { ChatCompletion, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
-import { answered, callOptions, unwrap, type GatewayApi, type RequestOptions } from '../api'
+import { answered, callOptions, unwrap, type RequestOptions, type Routes } from '../api'
 import { ChatCompletionStream } from '../streaming'
 
 /** The body of a chat completion: OpenAI's, checked against the gateway's own schema. */
@@ -9,9 +9,12 @@ export type ChatCompletionCreateParamsNonStreaming = ChatCompletionRequest & { s
 /** A chat completion answered as a stream of chunks. */
 export type ChatCompletionCreateParamsStreaming = ChatCompletionRequest & { stream: true }
 
-/** POST /v1/chat/completions. */
+/** The routes that answer chat completions: with an API key, or the playground's with a session. */
+type ChatRoute = Routes['chat']['completions'] | Routes['playground']['chat']['completions']
+
+/** POST /v1/chat/completions, or the same on the playground's route. */
 export class ChatCompletions {
-  constructor(private readonly api: GatewayApi) {}
+  constructor(private readonly route: ChatRoute) {}
 
   /**
    * A chat completion; with `stream: true`, a stream of chunks to iterate with `for await`. Streams
@@ -22,7 +25,7 @@ export class ChatCompletions {
   create(params: ChatCompletionCreateParamsStreaming, options?: RequestOptions): Promise<ChatCompletionStream>
   create(params: ChatCompletionCreateParams, options?: RequestOptions): Promise<ChatCompletion | ChatCompletionStream>
   async create(params: ChatCompletionCreateParams, options: RequestOptions = {}): Promise<ChatCompletion | ChatCompletionStream> {
-    const post = this.api.v1.chat.completions.post
+    const post = this.route.post
     // The route's type also names the Response of a stream; a JSON answer is always a completion.
     if (params.stream !== true) return (await unwrap(post(params, callOptions(options)))) as ChatCompletion
     const body = { ...params, stream_options: { include_usage: true, ...params.stream_options } }
