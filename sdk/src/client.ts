@@ -1,4 +1,5 @@
 import { gatewayApi } from './api'
+import { Admin } from './resources/admin'
 import { Auth } from './resources/auth'
 import { Changelog } from './resources/changelog'
 import { ChatCompletions } from './resources/chat'
@@ -51,6 +52,8 @@ export class Nilegate {
   /** The organization the client acts on, and everything in it. */
   readonly organization: OrganizationResource
   readonly invites: Invitations
+  /** The platform operators' API (/v1/admin), on the session of an operator. */
+  readonly admin: Admin
 
   constructor(options: NilegateOptions) {
     this.apiKey = options.apiKey ?? null
@@ -75,5 +78,6 @@ export class Nilegate {
     this.organizations = new Organizations(management)
     this.organization = new OrganizationResource(management)
     this.invites = new Invitations(management)
+    this.admin = new Admin(management)
   }
 }

@@ -19,6 +19,18 @@ export type { Invite, InviteCreateParams, OrganizationUser, OrganizationUserUpda
 export type { ApiKey, ApiKeyCreateParams, ApiKeyUpdateParams, ApiKeyWithSecret, Project, ProjectCreateParams, ProjectListParams, ProjectUpdateParams } from './resources/projects'
 export type { Balance, UsageBucket, UsagePage, UsageParams } from './resources/usage'
 export type { AuditLog, AuditLogListParams } from './resources/audit-logs'
+export type {
+  AdminCredit,
+  AdminCreditParams,
+  AdminOrganization,
+  AdminOrganizationListParams,
+  AdminOrganizationUpdateParams,
+  AdminUser,
+  AdminUserListParams,
+  Deployment,
+  DeploymentCreateParams,
+  ModelRetirementParams,
+} from './resources/admin'
 
 // Aliases rather than re-exports: the shared names are TypeBox schemas too, and only their types are published.
 /** One message of a conversation: system or developer, user, assistant, or tool. */

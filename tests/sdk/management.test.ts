@@ -138,6 +138,40 @@ describe('the management API through the SDK', () => {
     expect(gateway.usage.filter((event) => event.projectId === project.id).map((event) => event.keyId)).toEqual([`playground:${owner.user.id}`, `playground:${owner.user.id}`])
   })
 
+  test('operators: organizations, credit, suspension, users, model retirements and deployments', async () => {
+    const operator = await gateway.signUp({ operator: true })
+    const other = await gateway.signUp()
+    const ops = client({ accessToken: operator.token })
+
+    const listed = await Array.fromAsync(ops.admin.organizations.list({ limit: 1 }))
+    const credit = await ops.admin.organizations.credit(orgId, { amount_egp: '12.5', note: 'from the SDK test' })
+    const suspended = await ops.admin.organizations.suspend(orgId, { reason: 'checking the SDK' })
+    const reactivated = await ops.admin.organizations.reactivate(orgId)
+    const updated = await ops.admin.organizations.update(orgId, { plan_tier: 'team' })
+    const retrieved = await ops.admin.organizations.retrieve(orgId)
+    const found = await Array.fromAsync(ops.admin.users.list({ email: other.email }))
+    const disabled = await ops.admin.users.disable(other.user.id)
+    const enabled = await ops.admin.users.enable(other.user.id)
+    const retired = await ops.admin.models.retire(chatModel, { retires_on: '2999-12-31' })
+    const cancelled = await ops.admin.models.cancelRetirement(chatModel)
+    const deployment = await ops.admin.deployments.create({ model_id: chatModel, provider: 'simulator' })
+    const deployments = await ops.admin.deployments.list({ model_id: chatModel })
+    const deleted = await ops.admin.deployments.delete(deployment.id)
+    const reload = await ops.admin.reloadCatalog()
+    const notOperator = await rejectionOf(client().admin.organizations.page())
+
+    expect(listed.map((organization) => organization.id)).toContain(orgId)
+    expect(credit).toMatchObject({ organization_id: orgId })
+    expect([suspended.status, reactivated.status, updated.plan_tier, retrieved.plan_tier]).toEqual(['suspended', 'active', 'team', 'team'])
+    expect(found.map((user) => user.id)).toEqual([other.user.id])
+    expect([disabled.status, enabled.status]).toEqual(['disabled', 'active'])
+    expect([retired.id, cancelled]).toEqual([chatModel, { object: 'model.retirement', id: chatModel, deleted: true }])
+    expect(deployments.data.map((item) => item.id)).toContain(deployment.id)
+    expect(deleted).toEqual({ object: 'deployment.deleted', id: deployment.id, deleted: true })
+    expect(reload).toEqual({ object: 'catalog.reload', requested: true })
+    expect(notOperator).toMatchObject({ status: 403, code: 'permission_denied' })
+  })
+
   test('refusals are NilegateErrors with their catalog codes', async () => {
     const reader = await gateway.addMember(orgId, 'reader')
 

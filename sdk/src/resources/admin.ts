@@ -1,0 +1,136 @@
+import { callOptions, segment, unwrap, type BodyOf, type DataOf, type GatewayApi, type RequestOptions, type Routes } from '../api'
+import { listQuery, paginate, type ListPage, type ListParams } from '../pagination'
+
+type AdminRoutes = Routes['admin']
+type OrganizationRoutes = ReturnType<AdminRoutes['organizations']>
+
+/** An organization as operators see it: settings, status and balance. */
+export type AdminOrganization = DataOf<AdminRoutes['organizations']['get']>['data'][number]
+export type AdminOrganizationListParams = ListParams & { status?: 'active' | 'suspended' }
+/** Plan tier, RPM ceiling, allowed models and required region; null clears a setting. */
+export type AdminOrganizationUpdateParams = BodyOf<OrganizationRoutes['post']>
+export type AdminCreditParams = BodyOf<OrganizationRoutes['credits']['post']>
+export type AdminCredit = DataOf<OrganizationRoutes['credits']['post']>
+/** A user as operators see it. */
+export type AdminUser = DataOf<AdminRoutes['users']['get']>['data'][number]
+export type AdminUserListParams = ListParams & { email?: string }
+export type ModelRetirementParams = BodyOf<AdminRoutes['models']['*']['post']>
+/** A deployment of a model, with its health as this instance's router sees it. */
+export type Deployment = DataOf<AdminRoutes['deployments']['get']>['data'][number]
+export type DeploymentCreateParams = BodyOf<AdminRoutes['deployments']['post']>
+
+/** Organizations of the whole platform: list, settings, suspension and credit. */
+export class AdminOrganizations {
+  constructor(private readonly api: GatewayApi) {}
+
+  /** Every organization, page by page as the loop goes. */
+  list(params: AdminOrganizationListParams = {}): AsyncGenerator<AdminOrganization, void, undefined> {
+    return paginate((page) => this.page(page), params)
+  }
+
+  /** One page of them. */
+  page(params: AdminOrganizationListParams = {}, options?: RequestOptions): Promise<ListPage<AdminOrganization>> {
+    return unwrap(this.api.v1.admin.organizations.get({ query: { ...listQuery(params), status: params.status }, ...callOptions(options) }))
+  }
+
+  retrieve(id: string, options?: RequestOptions): Promise<AdminOrganization> {
+    return unwrap(this.api.v1.admin.organizations({ id }).get(callOptions(options)))
+  }
+
+  /** Changes the settings named; the others stay. */
+  update(id: string, params: AdminOrganizationUpdateParams, options?: RequestOptions): Promise<AdminOrganization> {
+    return unwrap(this.api.v1.admin.organizations({ id }).post(params, callOptions(options)))
+  }
+
+  /** Refuses the organization's keys and sessions until it is reactivated. */
+  suspend(id: string, params: { reason?: string } = {}, options?: RequestOptions): Promise<AdminOrganization> {
+    return unwrap(this.api.v1.admin.organizations({ id }).suspend.post(params, callOptions(options)))
+  }
+
+  reactivate(id: string, options?: RequestOptions): Promise<AdminOrganization> {
+    return unwrap(this.api.v1.admin.organizations({ id }).reactivate.post({}, callOptions(options)))
+  }
+
+  /** Adds prepaid credit (EGP as a decimal string); a retried call is applied once. */
+  credit(id: string, params: AdminCreditParams, options?: RequestOptions): Promise<AdminCredit> {
+    return unwrap(this.api.v1.admin.organizations({ id }).credits.post(params, callOptions(options)))
+  }
+}
+
+/** Users of the whole platform: list, disable and enable. */
+export class AdminUsers {
+  constructor(private readonly api: GatewayApi) {}
+
+  /** Every user, page by page as the loop goes. */
+  list(params: AdminUserListParams = {}): AsyncGenerator<AdminUser, void, undefined> {
+    return paginate((page) => this.page(page), params)
+  }
+
+  /** One page of them. */
+  page(params: AdminUserListParams = {}, options?: RequestOptions): Promise<ListPage<AdminUser>> {
+    return unwrap(this.api.v1.admin.users.get({ query: { ...listQuery(params), email: params.email }, ...callOptions(options) }))
+  }
+
+  /** Ends the user's sessions and refuses new ones. */
+  disable(id: string, options?: RequestOptions): Promise<AdminUser> {
+    return unwrap(this.api.v1.admin.users({ id }).disable.post({}, callOptions(options)))
+  }
+
+  enable(id: string, options?: RequestOptions): Promise<AdminUser> {
+    return unwrap(this.api.v1.admin.users({ id }).enable.post({}, callOptions(options)))
+  }
+}
+
+/** Model retirements: scheduling one, and taking a stored one back. */
+export class AdminModels {
+  constructor(private readonly api: GatewayApi) {}
+
+  /** Retires the model on `retires_on` (YYYY-MM-DD), naming its replacement; answers the model as it now is. */
+  retire(id: string, params: ModelRetirementParams, options?: RequestOptions) {
+    return unwrap(this.api.v1.admin.models[`${segment(id)}/retire` as '*'].post(params, callOptions(options)))
+  }
+
+  /** Takes back a retirement stored through the API (one from the catalog file stays). */
+  cancelRetirement(id: string, options?: RequestOptions) {
+    return unwrap(this.api.v1.admin.models[`${segment(id)}/retirement` as '*'].delete(undefined, callOptions(options)))
+  }
+}
+
+/** Deployments added through the API, beside the catalog file's. */
+export class AdminDeployments {
+  constructor(private readonly api: GatewayApi) {}
+
+  /** Every deployment, or those of one model. */
+  list(params: { model_id?: string } = {}, options?: RequestOptions): Promise<ListPage<Deployment>> {
+    return unwrap(this.api.v1.admin.deployments.get({ query: params, ...callOptions(options) }))
+  }
+
+  create(params: DeploymentCreateParams, options?: RequestOptions): Promise<Deployment> {
+    return unwrap(this.api.v1.admin.deployments.post(params, callOptions(options)))
+  }
+
+  /** Removes a deployment added through the API; the catalog file's are changed in the file. */
+  delete(id: string, options?: RequestOptions) {
+    return unwrap(this.api.v1.admin.deployments({ id }).delete(undefined, callOptions(options)))
+  }
+}
+
+/** The platform operators' API under /v1/admin (operators only; others get permission_denied). */
+export class Admin {
+  readonly organizations: AdminOrganizations
+  readonly users: AdminUsers
+  readonly models: AdminModels
+  readonly deployments: AdminDeployments
+
+  constructor(private readonly api: GatewayApi) {
+    this.organizations = new AdminOrganizations(api)
+    this.users = new AdminUsers(api)
+    this.models = new AdminModels(api)
+    this.deployments = new AdminDeployments(api)
+  }
+
+  /** Asks every instance to re-read its catalog file; each logs the outcome. */
+  reloadCatalog(options?: RequestOptions) {
+    return unwrap(this.api.v1.admin.catalog.reload.post({}, callOptions(options)))
+  }
+}
