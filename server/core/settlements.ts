@@ -47,7 +47,9 @@ export class Settlements {
 
   /** Settles in the background, then calls `then` with how it ended (never on the caller's stack). */
   settle(settlement: Settlement, then: (end: SettlementEnd) => void): void {
-    const running = this.attempt(settlement).then((end) => {
+    // `attempt` never rejects, so this callback always runs and takes the settlement off the list.
+    const running: Promise<void> = this.attempt(settlement).then((end) => {
+      this.inFlight.delete(running)
       try {
         then(end)
       } catch (error) {
@@ -55,7 +57,6 @@ export class Settlements {
       }
     })
     this.inFlight.add(running)
-    void running.finally(() => this.inFlight.delete(running))
   }
 
   /** Waits for every settlement in progress, those that start meanwhile included. */

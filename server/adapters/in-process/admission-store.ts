@@ -53,12 +53,6 @@ interface OrgState {
   settled: RecentIds
 }
 
-/** A settlement that arrived while its organization had no counters. */
-interface KeptSettlement {
-  settlement: Settlement
-  keptAtMs: number
-}
-
 // Months of settled spend kept per organization: the current one, and the previous ones that
 // requests admitted before midnight may still settle into.
 const monthsKept = 3
@@ -70,8 +64,8 @@ const monthsKept = 3
  */
 export class InProcessAdmissionStore implements AdmissionStore {
   private readonly orgs = new Map<string, OrgState>()
-  /** Settlements of organizations without counters, by organization and request id. */
-  private readonly kept = new Map<string, Map<string, KeptSettlement>>()
+  /** Settlements that came while their organization had no counters, by organization and request id; kept since their `nowMs`. */
+  private readonly kept = new Map<string, Map<string, Settlement>>()
   private readonly fences = new Map<string, { token: string; expiresAtMs: number }>()
   private readonly settledRetentionMs: number
   private readonly loadFenceMs: number
@@ -146,7 +140,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     let kept = this.kept.get(orgId)
     if (!kept) this.kept.set(orgId, (kept = new Map()))
     if (kept.has(requestId)) return 'already_settled'
-    kept.set(requestId, { settlement, keptAtMs: nowMs })
+    kept.set(requestId, settlement)
     return 'pending'
   }
 
@@ -172,8 +166,8 @@ export class InProcessAdmissionStore implements AdmissionStore {
     if (this.orgs.has(orgId)) return null
     let fence = this.fences.get(orgId)
     if (!fence || nowMs >= fence.expiresAtMs) this.fences.set(orgId, (fence = { token: crypto.randomUUID(), expiresAtMs: nowMs + this.loadFenceMs }))
-    const kept = this.kept.get(orgId) ?? new Map<string, KeptSettlement>()
-    for (const [requestId, { keptAtMs }] of kept) if (keptAtMs + keptSettlementTtlMs <= nowMs) kept.delete(requestId)
+    const kept = this.kept.get(orgId) ?? new Map<string, Settlement>()
+    for (const [requestId, settlement] of kept) if (settlement.nowMs + keptSettlementTtlMs <= nowMs) kept.delete(requestId)
     return { token: fence.token, keptIds: [...kept.keys()] }
   }
 
@@ -184,7 +178,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     this.fences.delete(orgId)
     const org = this.setCounters(orgId, counters)
     const recorded = new Set(recordedIds)
-    for (const [requestId, { settlement }] of this.kept.get(orgId) ?? []) {
+    for (const [requestId, settlement] of this.kept.get(orgId) ?? []) {
       org.settled.remember(requestId, nowMs)
       // Applied unless the ledger read already counted its usage row; no hold survived to release.
       if (!recorded.has(requestId)) debit(org, settlement, counters.month)
