@@ -16,7 +16,7 @@ import { createGovernance } from './governance'
 import { createIdentityRepository } from './identity-repository'
 import { createLedgerReader } from './ledger-repository'
 import * as schema from './schema'
-import { copyUsageBatch, createUsageRepository, insertUsageRows, usageBatch, type UsageBatch } from './usage-repository'
+import { copyUsageBatch, createUsageRepository, insertUsageRows, usageBatch, type UsageBatch, type UsageWriter } from './usage-repository'
 
 export type { DemoTenant, DemoTenantOptions } from './demo-tenant'
 export type { Drizzle } from './drizzle'
@@ -103,7 +103,7 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
   await client.waitReady
   const db = drizzlePglite({ client, schema })
   const writeUsageBatch = (batch: UsageBatch) => copyUsageBatch(client, batch)
-  const database = buildDatabase('pglite', db, (events) => writeUsageBatch(usageBatch(events)), {
+  const database = buildDatabase('pglite', db, (events, lastUsed) => writeUsageBatch(usageBatch(events, lastUsed)), {
     migrate: () => migratePglite(db, { migrationsFolder }),
     close: () => client.close(),
   })
@@ -113,7 +113,7 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
 function openPostgres(databaseUrl: string, poolSize = defaultPoolSize): Database {
   const client = postgres(databaseUrl, { max: poolSize, onnotice: () => {}, connection: { application_name: 'nilegate' } })
   const db = drizzlePostgres({ client, schema })
-  return buildDatabase('postgres', db, (events) => insertUsageRows(db, events), {
+  return buildDatabase('postgres', db, (events, lastUsed) => insertUsageRows(db, events, lastUsed), {
     migrate: () => migratePostgresExclusively(databaseUrl),
     close: () => client.end({ timeout: 5 }),
   })
@@ -130,7 +130,7 @@ async function migratePostgresExclusively(databaseUrl: string): Promise<void> {
   }
 }
 
-function buildDatabase(kind: Database['kind'], db: Drizzle, writeUsage: (events: UsageEvent[]) => Promise<void>, lifecycle: { migrate(): Promise<void>; close(): Promise<void> }): Database {
+function buildDatabase(kind: Database['kind'], db: Drizzle, writeUsage: UsageWriter, lifecycle: { migrate(): Promise<void>; close(): Promise<void> }): Database {
   return {
     kind,
     drizzle: db,

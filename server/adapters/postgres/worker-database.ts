@@ -1,6 +1,6 @@
 import { governanceAreas, type Governance, type GovernanceArea } from '../../core/governance'
 import { reviveError } from './cross-thread-error'
-import { usageBatch } from './usage-repository'
+import { createUsageRepository, usageBatch } from './usage-repository'
 import type { GatewayDatabase } from './database'
 import type { DatabaseWorkerOperation, DatabaseWorkerOperations, DatabaseWorkerReply, DatabaseWorkerRequest } from './database-worker'
 
@@ -44,7 +44,7 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
   return {
     kind: 'pglite',
     identities: { findApiKeyByHash: (hashHex) => client.call('findApiKeyByHash', hashHex) },
-    usage: { insertUsageEvents: async (events) => (events.length > 0 ? client.call('writeUsageBatch', usageBatch(events)) : undefined) },
+    usage: createUsageRepository((events, lastUsed) => client.call('writeUsageBatch', usageBatch(events, lastUsed))),
     ledger: { readCounters: (orgId, month, timeZone, requestIds = []) => client.call('readCounters', orgId, month, timeZone, [...requestIds]) },
     createDemoTenant: (demoOptions) => client.call('createDemoTenant', demoOptions),
     seedDemoIfEmpty: (demoOptions) => client.call('seedDemoIfEmpty', demoOptions),

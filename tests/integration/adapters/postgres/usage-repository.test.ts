@@ -66,4 +66,23 @@ describeEachDatabase('insertUsageEvents', (context) => {
     await db.usage.insertUsageEvents([at('2026-03-01T10:05:00Z')])
     expect(await lastUsed()).toEqual(new Date('2026-03-01T10:05:00Z'))
   })
+
+  test('a busy key costs no UPDATE within the minute after its last use was written', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant()
+    const [key] = await db.drizzle.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.secretHash, hashApiKey(tenant.apiKey)))
+    const lastUsed = async () => (await db.drizzle.select({ at: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.id, key!.id)))[0]!.at
+    const clear = () => db.drizzle.update(apiKeys).set({ lastUsedAt: null }).where(eq(apiKeys.id, key!.id))
+    const start = Date.now()
+    const at = (offsetMs: number) => usageEvent({ orgId: tenant.organizationId, projectId: tenant.projectId, keyId: key!.id, createdAt: new Date(start + offsetMs) })
+
+    await db.usage.insertUsageEvents([at(0)])
+    expect(await lastUsed()).toEqual(new Date(start))
+    // Cleared behind the repository's back: only a batch that writes the key brings it back.
+    await clear()
+    await db.usage.insertUsageEvents([at(30_000)])
+    expect(await lastUsed()).toBeNull()
+    await db.usage.insertUsageEvents([at(61_000)])
+    expect(await lastUsed()).toEqual(new Date(start + 61_000))
+  })
 })
