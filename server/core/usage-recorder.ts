@@ -1,5 +1,9 @@
 import type { UsageEvent, UsageRepository, UsageSink } from './ports'
 
+// A batch costs the embedded database about a millisecond beyond its rows (the transaction, the
+// COPY); at 20,000 requests a second, batches of 500 instead of 5,000 took a tenth of the throughput.
+const defaultBatchSize = 5_000
+
 export interface UsageRecorderOptions {
   /** Time between flushes of whatever is queued. */
   flushMs: number
@@ -38,7 +42,7 @@ export class UsageRecorder implements UsageSink {
     private readonly repository: UsageRepository,
     options: UsageRecorderOptions,
   ) {
-    this.batchSize = options.batchSize ?? 500
+    this.batchSize = options.batchSize ?? defaultBatchSize
     this.retryMs = options.retryMs ?? 250
     this.maxRetryMs = options.maxRetryMs ?? 30_000
     this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000
