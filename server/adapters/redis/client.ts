@@ -1,5 +1,6 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import { createClient, ErrorReply } from 'redis'
+import { answerWithin } from '../../core/answer-within'
 
 export interface RedisClientOptions {
   /** How long opening a connection may take. */
@@ -56,15 +57,7 @@ export async function waitForRedis(client: RedisClient, timeoutMs: number): Prom
 
 /** `call`, or a rejection once `timeoutMs` passed without an answer. */
 export function withDeadline<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`redis did not answer within ${timeoutMs} ms`)), timeoutMs)
-  })
-  return Promise.race([call, deadline]).finally(() => {
-    clearTimeout(timer)
-    // The late answer (or failure) of a call given up on goes nowhere.
-    call.catch(() => {})
-  })
+  return answerWithin(call, timeoutMs, 'redis')
 }
 
 // Error replies that mean Redis cannot serve now, rather than that the command is wrong.
