@@ -18,6 +18,7 @@ import { probeDeployment } from './adapters/providers/probe-deployment'
 import { createRedisClient, waitForRedis } from './adapters/redis/client'
 import { RedisAdmissionStore } from './adapters/redis/admission-store'
 import { RedisChangeBus } from './adapters/redis/change-bus'
+import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
 import { followCatalogFile, readCatalogFile } from './catalog-file'
@@ -56,10 +57,10 @@ async function openAdmissionStore() {
 }
 const admission = await openAdmissionStore()
 const settlements = new Settlements(admission)
-// Revokes, suspensions and other changes reach every instance's caches through Redis when there is one.
-const redisChanges = redis ? new RedisChangeBus(redis) : null
-// Without Redis the bus sees every change only when this process alone writes (the embedded database).
-const changes = redisChanges ?? new LocalChangeBus({ soleWriter: embedded })
+// Revokes, suspensions and other changes reach every instance's caches through Redis when there is
+// one, else through Postgres; the embedded database has one process, which makes every change.
+const remoteChanges = redis ? new RedisChangeBus(redis) : config.databaseUrl !== null ? new PostgresChangeBus(config.databaseUrl) : null
+const changes = remoteChanges ?? new LocalChangeBus({ soleWriter: true })
 const keys = new ApiKeyCache(database.identities)
 keys.subscribeTo(changes)
 // Operators' retirements apply over the catalog file, now and whenever any instance changes them.
@@ -135,7 +136,7 @@ async function shutdown(signal: string): Promise<void> {
   // Usage rows are queued once their settlements are answered: those first.
   await settlements.drain()
   await usage.close()
-  redisChanges?.close()
+  remoteChanges?.close()
   await redis?.close()
   await database.close()
   lock?.release()

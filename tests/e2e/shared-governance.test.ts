@@ -1,31 +1,21 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
 import { createPostgresDatabase } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { chatModel } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
 import { flushRedisDatabase } from '../support/admission-redis'
 
-// Two gateways on one Postgres and one Redis: a key revoked through one stops working on the
-// other, which had it warm in its cache, because the change travels over Redis pub/sub.
+// Two gateways on one Postgres: a key revoked through one stops working on the other, which had it
+// warm in its cache, and a model an operator retires through one is refused by the other, because
+// the change travels over Redis pub/sub, or without Redis over Postgres LISTEN/NOTIFY. (Without
+// the bus the other would see the retirement only at its once-a-minute re-read.)
 const redisUrl = 'redis://127.0.0.1:6379/15'
 
-let database: Awaited<ReturnType<typeof createPostgresDatabase>>
-let gateways: RunningGateway[] = []
-
-const flushRedis = () => flushRedisDatabase(redisUrl)
-
-beforeAll(async () => {
-  await flushRedis()
-  database = await createPostgresDatabase()
-  const options = { database: 'postgres' as const, sharedDatabaseUrl: database.url, env: { REDIS_URL: redisUrl } }
-  gateways = await Promise.all([startGateway(options), startGateway(options)])
-}, 90_000)
-
-afterAll(async () => {
-  await Promise.all(gateways.map((gateway) => gateway.stop()))
-  await database?.drop()
-  await flushRedis()
-}, 60_000)
+async function signIn(gateway: RunningGateway, tenant: { email: string; password: string }): Promise<string> {
+  const login = await fetch(`${gateway.baseUrl}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: tenant.email, password: tenant.password }) })
+  return ((await login.json()) as { access_token: string }).access_token
+}
 
 async function call(gateway: RunningGateway, method: string, path: string, token: string, body?: unknown) {
   const response = await fetch(`${gateway.baseUrl}${path}`, {
@@ -36,12 +26,44 @@ async function call(gateway: RunningGateway, method: string, path: string, token
   return { status: response.status, json: (await response.json()) as any }
 }
 
-describe('two gateways sharing Postgres and Redis', () => {
+/** Repeats `request` until it is not answered 200 (for up to 5 s, well short of a minute) and returns that answer. */
+async function firstRefusal(request: () => ReturnType<typeof call>, what: string): ReturnType<typeof call> {
+  let last = await request()
+  await waitFor(
+    async () => {
+      last = await request()
+      return last.status !== 200
+    },
+    { timeoutMs: 5_000, what },
+  )
+  return last
+}
+
+describe.each<{ shared: string; env: Record<string, string> }>([
+  { shared: 'Postgres and Redis', env: { REDIS_URL: redisUrl } },
+  { shared: 'Postgres without Redis', env: {} },
+])('two gateways sharing $shared', ({ env }) => {
+  let database: Awaited<ReturnType<typeof createPostgresDatabase>>
+  let gateways: RunningGateway[] = []
+  const withRedis = 'REDIS_URL' in env
+
+  beforeAll(async () => {
+    if (withRedis) await flushRedisDatabase(redisUrl)
+    database = await createPostgresDatabase()
+    const options = { database: 'postgres' as const, sharedDatabaseUrl: database.url, env }
+    gateways = await Promise.all([startGateway(options), startGateway(options)])
+  }, 90_000)
+
+  afterAll(async () => {
+    await Promise.all(gateways.map((gateway) => gateway.stop()))
+    await database?.drop()
+    if (withRedis) await flushRedisDatabase(redisUrl)
+  }, 60_000)
+
   test('a key revoked through one gateway is refused by the other, which had it cached', async () => {
     const [a, b] = gateways as [RunningGateway, RunningGateway]
     const tenant = await a.createDemoTenant()
-    const login = await fetch(`${a.baseUrl}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: tenant.email, password: tenant.password }) })
-    const session = ((await login.json()) as { access_token: string }).access_token
+    const session = await signIn(a, tenant)
     const key = await call(a, 'POST', `/organization/projects/${tenant.project_id}/api_keys`, session, { name: 'shared' })
     expect(key.status).toBe(201)
     const chat = () => call(b, 'POST', '/chat/completions', key.json.value, { model: chatModel, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 })
@@ -49,15 +71,24 @@ describe('two gateways sharing Postgres and Redis', () => {
 
     expect((await call(a, 'DELETE', `/organization/projects/${tenant.project_id}/api_keys/${key.json.id}`, session)).status).toBe(200)
     const revokedAt = performance.now()
-    let last = await chat()
-    await waitFor(
-      async () => {
-        last = await chat()
-        return last.status !== 200
-      },
-      { timeoutMs: 5_000, what: 'the other gateway refusing the revoked key' },
-    )
+    const last = await firstRefusal(chat, 'the other gateway refusing the revoked key')
     console.log(`the other gateway refused the revoked key ${(performance.now() - revokedAt).toFixed(0)} ms after the revoke answered`)
     expect([last.status, last.json.error.code]).toEqual([401, 'key_revoked'])
+  }, 60_000)
+
+  test('a model an operator retires through one gateway is refused by the other', async () => {
+    const [a, b] = gateways as [RunningGateway, RunningGateway]
+    const tenant = await b.createDemoTenant()
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+    await sql`update users set is_operator = true where email = ${tenant.email}`
+    await sql.end({ timeout: 5 })
+    const model = 'nile/jais-30b-chat'
+    const chat = () => call(b, 'POST', '/chat/completions', tenant.api_key, { model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 })
+    expect((await chat()).status).toBe(200)
+
+    const operator = await signIn(a, tenant)
+    expect((await call(a, 'POST', `/admin/models/${model}/retire`, operator, { retires_on: '2026-01-01' })).status).toBe(200)
+    const last = await firstRefusal(chat, 'the other gateway refusing the retired model')
+    expect([last.status, last.json.error.code]).toEqual([403, 'model_sunset'])
   }, 60_000)
 })

@@ -13,7 +13,8 @@ export type GovernanceChange =
 export const catalogChangeKinds: ReadonlySet<unknown> = new Set(['model_retirements', 'deployments', 'catalog_file'] satisfies GovernanceChange['kind'][])
 
 /**
- * Carries changes to every instance: in process when embedded, Redis pub/sub in production.
+ * Carries changes to every instance: in process when embedded, Redis pub/sub in production,
+ * Postgres LISTEN/NOTIFY on Postgres without Redis (remote-change-bus.ts).
  * `publish` reaches this instance's listeners before it resolves.
  */
 export interface ChangeBus {
