@@ -103,7 +103,7 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
   await client.waitReady
   const db = drizzlePglite({ client, schema })
   const writeUsageBatch = (batch: UsageBatch) => copyUsageBatch(client, batch)
-  const database = buildDatabase('pglite', db, (events, lastUsed) => writeUsageBatch(usageBatch(events, lastUsed)), {
+  const database = buildDatabase('pglite', db, async (events, lastUsed) => writeUsageBatch(await usageBatch(events, lastUsed)), {
     migrate: () => migratePglite(db, { migrationsFolder }),
     close: () => client.close(),
   })

@@ -29,8 +29,23 @@ function csvLine(event: UsageEvent): string {
   return `"${inQuotes(event.requestId)}","${inQuotes(event.orgId)}","${inQuotes(event.projectId)}","${inQuotes(event.keyId)}","${inQuotes(event.model)}","${event.endpoint}",${event.stream ? 't' : 'f'},${event.promptTokens},${event.completionTokens},${event.costMicros},${event.status},${event.latencyMs},${region},${event.createdAt.toISOString()}\n`
 }
 
-export function usageBatch(events: UsageEvent[], lastUsed: KeyLastUsed[]): UsageBatch {
-  return { csv: events.map(csvLine).join(''), lastUsed: lastUsedJson(lastUsed) }
+export async function usageBatch(events: UsageEvent[], lastUsed: KeyLastUsed[]): Promise<UsageBatch> {
+  return { csv: await encodeInSlices(events, csvLine, ''), lastUsed: lastUsedJson(lastUsed) }
+}
+
+const rowsPerSlice = 500
+
+/**
+ * The events encoded and joined, a slice at a time with the event loop let in between: encoded at
+ * once, a batch of 5,000 rows held every response on this thread for 5-7 ms.
+ */
+async function encodeInSlices(events: UsageEvent[], encode: (event: UsageEvent) => string, separator: string): Promise<string> {
+  const slices: string[] = []
+  for (let start = 0; start < events.length; start += rowsPerSlice) {
+    if (start > 0) await new Promise((resolve) => setImmediate(resolve))
+    slices.push(events.slice(start, start + rowsPerSlice).map(encode).join(separator))
+  }
+  return slices.join(separator)
 }
 
 /** A key and the time of its newest usage event in a batch. */
@@ -152,11 +167,12 @@ function jsonRow(event: UsageEvent): unknown[] {
  * postgres.js never settles when the server rejects the data, so it is not used here.)
  */
 export async function insertUsageRows(db: Drizzle, events: UsageEvent[], lastUsed: KeyLastUsed[]): Promise<void> {
+  const rows = `[${await encodeInSlices(events, (event) => JSON.stringify(jsonRow(event)), ',')}]`
   const insert = sql`
     INSERT INTO usage_events ${sql.raw(usageColumns)}
     SELECT r->>0, r->>1, r->>2, r->>3, r->>4, r->>5, (r->>6)::boolean, (r->>7)::integer, (r->>8)::integer,
       (r->>9)::bigint, (r->>10)::integer, (r->>11)::integer, r->>12, (r->>13)::timestamptz
-    FROM jsonb_array_elements(${JSON.stringify(events.map(jsonRow))}::jsonb) AS r
+    FROM jsonb_array_elements(${rows}::jsonb) AS r
     ON CONFLICT (request_id) DO NOTHING`
   // A data-modifying WITH runs to completion whether or not the statement reads it.
   await db.execute(lastUsed.length === 0 ? insert : sql`WITH inserted AS (${insert}) ${touchKeys(lastUsedJson(lastUsed))}`)

@@ -44,7 +44,7 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
   return {
     kind: 'pglite',
     identities: { findApiKeyByHash: (hashHex) => client.call('findApiKeyByHash', hashHex) },
-    usage: createUsageRepository((events, lastUsed) => client.call('writeUsageBatch', usageBatch(events, lastUsed))),
+    usage: createUsageRepository(async (events, lastUsed) => client.call('writeUsageBatch', await usageBatch(events, lastUsed))),
     ledger: { readCounters: (orgId, month, timeZone, requestIds = []) => client.call('readCounters', orgId, month, timeZone, [...requestIds]) },
     createDemoTenant: (demoOptions) => client.call('createDemoTenant', demoOptions),
     seedDemoIfEmpty: (demoOptions) => client.call('seedDemoIfEmpty', demoOptions),
