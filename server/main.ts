@@ -5,6 +5,7 @@ import { LocalChangeBus } from './core/governance/changes'
 import { followDeployments } from './core/governance/deployments'
 import { followRetirements, setOperatorFlag } from './core/governance/operator'
 import { HealthProbes } from './core/health-probes'
+import { InProcessLoginLimiter } from './core/login-limiter'
 import { formatEgp } from './core/money'
 import { PeriodicReconciler } from './core/periodic-reconciler'
 import { Router } from './core/router'
@@ -18,6 +19,7 @@ import { probeDeployment } from './adapters/providers/probe-deployment'
 import { createRedisClient, waitForRedis } from './adapters/redis/client'
 import { RedisAdmissionStore } from './adapters/redis/admission-store'
 import { RedisChangeBus } from './adapters/redis/change-bus'
+import { RedisLoginLimiter } from './adapters/redis/login-limiter'
 import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
@@ -91,6 +93,8 @@ const app = buildApp({
   reservationMarginMs: config.reservationMarginMs,
   management: {
     governance: database.governance,
+    // Login guards hold across instances when they share Redis; otherwise each instance keeps its own.
+    loginLimiter: redis ? new RedisLoginLimiter(redis) : new InProcessLoginLimiter(),
     trustedProxies: new AddressList(config.trustedProxies),
     changes,
     mailer,

@@ -63,11 +63,24 @@ class SlidingWindow {
 /**
  * Brute-force guards of the auth routes: failed logins per e-mail address (known or not, so the
  * limit reveals nothing), attempts per client IP, and verification mails per user, each in a
- * sliding window. The windows live in this process: with several gateway instances each holds its
- * own, so a client spread across N instances gets up to N times the limits. Refused attempts are
- * not counted, so a refused client is admitted again when its window has room, not later.
+ * sliding window. Refused attempts are not counted, so a refused client is admitted again when its
+ * window has room, not later. With Redis the windows are shared by every gateway instance
+ * (adapters/redis/login-limiter.ts); in process, each instance holds its own.
  */
-export class LoginLimiter {
+export interface LoginLimiter {
+  /** Counts an attempt from `ip`, or throws 429 when the IP is over its limit. A request without a known peer is not limited. */
+  admitAttempt(ip: string | null): Promise<void>
+  /** Throws 429 while the e-mail address has failed too often. */
+  checkAccount(email: string): Promise<void>
+  recordFailure(email: string): Promise<void>
+  /** A successful login forgets the address's failures. */
+  clearFailures(email: string): Promise<void>
+  /** Counts a verification mail for the user, or throws 429 over the limit. */
+  admitMail(userId: string): Promise<void>
+}
+
+/** The windows of this process alone: with several gateway instances a client spread across N gets up to N times the limits. */
+export class InProcessLoginLimiter implements LoginLimiter {
   private readonly limits: LoginLimits
   private readonly failures: SlidingWindow
   private readonly attempts: SlidingWindow
@@ -84,32 +97,28 @@ export class LoginLimiter {
     this.mails = new SlidingWindow(this.limits.mailsPerAccount, this.limits.windowMs)
   }
 
-  /** Counts an attempt from `ip`, or throws 429 when the IP is over its limit. A request without a known peer is not limited. */
-  admitAttempt(ip: string | null): void {
+  async admitAttempt(ip: string | null): Promise<void> {
     if (ip === null) return
     const now = this.tick()
-    refuseWhile(this.attempts.retryAfterS(ip, now), 'Too many attempts from your address')
+    refuseWhile(this.attempts.retryAfterS(ip, now), attemptsRefusal)
     this.attempts.record(ip, now)
   }
 
-  /** Throws 429 while the e-mail address has failed too often. */
-  checkAccount(email: string): void {
-    refuseWhile(this.failures.retryAfterS(email, this.tick()), 'Too many failed logins for this account')
+  async checkAccount(email: string): Promise<void> {
+    refuseWhile(this.failures.retryAfterS(email, this.tick()), failuresRefusal)
   }
 
-  recordFailure(email: string): void {
+  async recordFailure(email: string): Promise<void> {
     this.failures.record(email, this.tick())
   }
 
-  /** A successful login forgets the address's failures. */
-  clearFailures(email: string): void {
+  async clearFailures(email: string): Promise<void> {
     this.failures.clear(email)
   }
 
-  /** Counts a verification mail for the user, or throws 429 over the limit. */
-  admitMail(userId: string): void {
+  async admitMail(userId: string): Promise<void> {
     const now = this.tick()
-    refuseWhile(this.mails.retryAfterS(userId, now), 'Too many verification mails were asked for')
+    refuseWhile(this.mails.retryAfterS(userId, now), mailsRefusal)
     this.mails.record(userId, now)
   }
 
@@ -122,6 +131,11 @@ export class LoginLimiter {
   }
 }
 
-function refuseWhile(retryAfterS: number, what: string): void {
+export const attemptsRefusal = 'Too many attempts from your address'
+export const failuresRefusal = 'Too many failed logins for this account'
+export const mailsRefusal = 'Too many verification mails were asked for'
+
+/** Throws 429 `rate_limit_exceeded` naming `what` and the wait, when `retryAfterS` is above 0. */
+export function refuseWhile(retryAfterS: number, what: string): void {
   if (retryAfterS > 0) throw new GatewayError('rate_limit_exceeded', `${what}; retry in ${retryAfterS} second${retryAfterS === 1 ? '' : 's'}.`, null, retryAfterS)
 }

@@ -91,4 +91,23 @@ describe.each<{ shared: string; env: Record<string, string> }>([
     const last = await firstRefusal(chat, 'the other gateway refusing the retired model')
     expect([last.status, last.json.error.code]).toEqual([403, 'model_sunset'])
   }, 60_000)
+
+  test(withRedis ? 'failed logins through either gateway count against one limit' : 'each gateway counts failed logins on its own', async () => {
+    const [a, b] = gateways as [RunningGateway, RunningGateway]
+    const tenant = await a.createDemoTenant()
+    const wrong = { email: tenant.email, password: 'not the password' }
+    const logIn = (gateway: RunningGateway) =>
+      fetch(`${gateway.baseUrl}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(wrong) })
+    // Ten failures per address in 15 minutes; half of them through each gateway.
+    for (let attempt = 0; attempt < 10; attempt++) expect((await logIn(attempt % 2 === 0 ? a : b)).status).toBe(401)
+
+    const next = await logIn(b)
+
+    if (withRedis) {
+      expect(next.status).toBe(429)
+      expect(Number(next.headers.get('retry-after'))).toBeGreaterThan(0)
+    } else {
+      expect(next.status).toBe(401)
+    }
+  }, 60_000)
 })

@@ -35,11 +35,11 @@ const invalidCredentials = () => new GatewayError('invalid_credentials')
  */
 export async function logIn(deps: LoginDeps, input: { email: string; password: string; source: RequestSource; userAgent: string | null }): Promise<NewLogin> {
   const email = normalizeEmail(input.email)
-  deps.limiter.admitAttempt(input.source.ip)
-  deps.limiter.checkAccount(email)
+  await deps.limiter.admitAttempt(input.source.ip)
+  await deps.limiter.checkAccount(email)
   const found = await deps.accounts.findCredentials(email)
   if (!(await verifyPassword(input.password, found?.passwordHash ?? null))) {
-    deps.limiter.recordFailure(email)
+    await deps.limiter.recordFailure(email)
     await deps.accounts.recordFailedLogin(email, found?.user ?? null, input.source)
     throw invalidCredentials()
   }
@@ -48,7 +48,7 @@ export async function logIn(deps: LoginDeps, input: { email: string; password: s
     await deps.accounts.recordFailedLogin(email, user, input.source)
     throw user.deleted ? new GatewayError('user_not_found', 'This account was deleted.') : new GatewayError('user_disabled')
   }
-  deps.limiter.clearFailures(email)
+  await deps.limiter.clearFailures(email)
   const { secret, hashHex } = generateSecretToken(sessionTokenPrefix)
   const expiresAt = new Date(deps.now() + sessionLifetimeMs)
   const { sessionId } = await deps.accounts.createSession({ userId: user.id, tokenHash: hashHex, expiresAt, ip: input.source.ip, userAgent: input.userAgent }, userActor(user, input.source))
@@ -60,9 +60,9 @@ export async function logIn(deps: LoginDeps, input: { email: string; password: s
  * against the address like failed logins.
  */
 export async function confirmPassword(deps: LoginDeps, user: UserRecord, password: string): Promise<void> {
-  deps.limiter.checkAccount(user.email)
+  await deps.limiter.checkAccount(user.email)
   const found = await deps.accounts.findCredentials(user.email)
   if (await verifyPassword(password, found?.passwordHash ?? null)) return
-  deps.limiter.recordFailure(user.email)
+  await deps.limiter.recordFailure(user.email)
   throw new GatewayError('invalid_credentials', 'The password is not correct.', 'password')
 }

@@ -45,7 +45,7 @@ export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
     .post('/v1/auth/verify_email/resend', ({ principal, request, set }) =>
       idempotent(deps.governance.idempotency, { request, body: null, set, scope: principal.user.id }, async () => {
         if (principal.user.emailVerified) throw new GatewayError('conflict', 'Your e-mail address is already verified.')
-        auth.limiter.admitMail(principal.user.id)
+        await auth.limiter.admitMail(principal.user.id)
         const { expiresAt } = await sendVerificationMail(auth, principal.user)
         set.status = 202
         return { object: 'email_verification' as const, email: principal.user.email, expires_at: Math.floor(expiresAt.getTime() / 1000) }

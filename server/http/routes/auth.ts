@@ -4,7 +4,7 @@ import { hashApiKey } from '../../core/api-keys'
 import { isEmailAddress, normalizeEmail } from '../../core/governance/accounts'
 import { sendVerificationMail } from '../../core/governance/email-verification'
 import { logIn } from '../../core/governance/login'
-import { LoginLimiter } from '../../core/login-limiter'
+import { InProcessLoginLimiter } from '../../core/login-limiter'
 import { requestOrigin, type ManagementDeps } from '../management'
 import type { RouteTable } from '../plugins/error-handler'
 import { accountRoutes, userObject, type AuthDeps } from './auth-account'
@@ -38,7 +38,7 @@ const LogIn = t.Object({ email: t.String({ minLength: 1, maxLength: 254 }), pass
 export function authRoutes(deps: ManagementDeps) {
   const auth: AuthDeps = {
     accounts: deps.governance.accounts,
-    limiter: deps.loginLimiter ?? new LoginLimiter(),
+    limiter: deps.loginLimiter ?? new InProcessLoginLimiter(),
     mailer: deps.mailer,
     now: deps.now ?? Date.now,
     publicBaseUrl: deps.publicBaseUrl ?? null,
@@ -48,7 +48,7 @@ export function authRoutes(deps: ManagementDeps) {
       '/v1/auth/signup',
       async ({ body, request, server, set }) => {
         const source = requestOrigin({ request, server, set }, deps.trustedProxies)
-        auth.limiter.admitAttempt(source.ip)
+        await auth.limiter.admitAttempt(source.ip)
         const email = normalizeEmail(body.email)
         if (!isEmailAddress(email)) throw new GatewayError('invalid_request', `'${body.email}' is not an e-mail address.`, 'email')
         // Argon2 is slow on purpose: hash before the transaction, not inside it.
@@ -64,7 +64,7 @@ export function authRoutes(deps: ManagementDeps) {
       '/v1/auth/verify_email',
       async ({ body, request, server, set }) => {
         const source = requestOrigin({ request, server, set }, deps.trustedProxies)
-        auth.limiter.admitAttempt(source.ip)
+        await auth.limiter.admitAttempt(source.ip)
         const user = await auth.accounts.verifyEmail(hashApiKey(body.token), new Date(auth.now()), source)
         if (!user) throw new GatewayError('invalid_request', 'The verification token is unknown, already used or expired; ask for a new one with POST /v1/auth/verify_email/resend.', 'token')
         return userObject(user)

@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
 import { auditLogs, memberships, users } from '../../../server/adapters/postgres/schema'
 import { randomBase62 } from '../../../server/core/api-keys'
-import { LoginLimiter } from '../../../server/core/login-limiter'
+import { InProcessLoginLimiter } from '../../../server/core/login-limiter'
 import type { MailMessage } from '../../../server/core/mail'
 import { describeEachDatabase, type TestDatabase } from '../../support/databases'
 import { managementApp, testPassword } from '../../support/management-app'
@@ -114,7 +114,7 @@ describeEachDatabase('accounts and sessions under /v1/auth', (context) => {
 
   test('failed logins over the per-address limit answer 429 with Retry-After, even with the right password, until the window slides', async () => {
     let nowMs = 1_000_000
-    const gateway = await managementApp(context.current.db, { loginLimiter: new LoginLimiter({ failuresPerAccount: 2, windowMs: 60_000 }, () => nowMs) })
+    const gateway = await managementApp(context.current.db, { loginLimiter: new InProcessLoginLimiter({ failuresPerAccount: 2, windowMs: 60_000 }, () => nowMs) })
     const user = await gateway.signUp()
     const logIn = (secret: string) => gateway.send('POST', '/v1/auth/login', { body: { email: user.email, password: secret } })
     expect((await logIn('wrong one')).status).toBe(401)
@@ -132,7 +132,7 @@ describeEachDatabase('accounts and sessions under /v1/auth', (context) => {
   })
 
   test('attempts from one client IP over its limit answer 429', async () => {
-    const gateway = await managementApp(context.current.db, { loginLimiter: new LoginLimiter({ attemptsPerIp: 2, windowMs: 60_000 }, () => 0) })
+    const gateway = await managementApp(context.current.db, { loginLimiter: new InProcessLoginLimiter({ attemptsPerIp: 2, windowMs: 60_000 }, () => 0) })
     const server = gateway.listen()
     try {
       const attempt = () => fetch(`${server.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: newEmail(), password }) })
