@@ -51,7 +51,9 @@ const upstreamStreams: ControlledStream[] = []
 let catalogDir: ReturnType<typeof createTempDir>
 
 beforeAll(async () => {
-  upstream = startFakeUpstream(() => {
+  upstream = startFakeUpstream((request) => {
+    // The gateway's health probes GET /models now and then: answered, and never taken for a test's stream.
+    if (request.method === 'GET') return Response.json({ object: 'list', data: [] })
     const stream = new ControlledStream()
     upstreamStreams.push(stream)
     return stream.response()
@@ -104,7 +106,8 @@ async function usageRows(requestIds: string[], timeoutMs = 5_000): Promise<Map<s
 
 /** The first upstream stream not yet taken, with the request that opened it. */
 async function nextUpstreamStream(taken: number): Promise<{ request: ReceivedRequest; stream: ControlledStream }> {
-  const request = await within(upstream.nextRequest(), 5_000, 'the upstream request')
+  let request = await within(upstream.nextRequest(), 5_000, 'the upstream request')
+  while (request.method === 'GET') request = await within(upstream.nextRequest(), 5_000, 'the upstream request')
   await waitFor(() => upstreamStreams.length > taken, { timeoutMs: 2_000, what: 'the upstream stream' })
   return { request, stream: upstreamStreams[taken]! }
 }
