@@ -1,10 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { PostgresChangeBus } from '../../server/adapters/postgres/change-bus'
+import { openDatabase } from '../../server/adapters/postgres/database'
 import { RedisChangeBus } from '../../server/adapters/redis/change-bus'
 import { createRedisClient } from '../../server/adapters/redis/client'
 import { ApiKeyCache } from '../../server/core/api-key-cache'
-import { randomBase62 } from '../../server/core/api-keys'
+import { hashApiKey, randomBase62 } from '../../server/core/api-keys'
 import type { GovernanceChange } from '../../server/core/governance/changes'
 import type { RemoteChangeBus } from '../../server/core/governance/remote-change-bus'
 import type { ApiKeyIdentity } from '../../server/core/ports'
@@ -259,5 +260,33 @@ describe.each([redis, postgresTransport])('a change bus on a real $name', (trans
     expect(logged).toContainEqual(expect.stringContaining('publishing a governance change failed'))
     expect(bus.isListening).toBe(false)
     expect(bus.coverage).toBeNull()
+  })
+})
+
+describe('the database announcing its own changes', () => {
+  test('an edit of what a key may do, made by hand in SQL, reaches a Postgres bus on the default channel; a last use does not', async () => {
+    const database = await openDatabase({ databaseUrl: postgresDatabase!.url, dataDir: '/nonexistent' })
+    try {
+      const tenant = await database.createDemoTenant()
+      const { bus, close } = postgresTransport.open(postgresDatabase!.url, 'nilegate_governance_changes', () => {})
+      opened.push({ close })
+      const received: GovernanceChange[] = []
+      bus.subscribe((change) => received.push(change))
+      await waitFor(() => bus.isListening, { what: 'the subscription' })
+      const hash = hashApiKey(tenant.apiKey)
+
+      await postgresSql!`update api_keys set last_used_at = now() where secret_hash = ${hash}`
+      await postgresSql!`update organizations set balance_micros = balance_micros + 1 where id = ${tenant.organizationId}`
+      await postgresSql!`update api_keys set revoked_at = now() where secret_hash = ${hash}`
+      await postgresSql!`update projects set rpm_override = 7 where id = ${tenant.projectId}`
+      await postgresSql!`insert into model_retirements (model_id, retires_on) values ('nile/some-model', '2027-01-01')`
+      // Notifications arrive in commit order: had the first two announced anything, it would come first.
+      await waitFor(() => received.length >= 3, { what: 'the announcements' })
+
+      const orgChange: GovernanceChange = { kind: 'organization', orgId: tenant.organizationId }
+      expect(received).toEqual([orgChange, orgChange, { kind: 'model_retirements' }])
+    } finally {
+      await database.close()
+    }
   })
 })

@@ -15,7 +15,9 @@ const channelPattern = /^[a-z_][a-z0-9_]{0,62}$/
  * NOTIFY (RemoteChangeBus says how), for deployments without Redis. Two connections of its own:
  * one LISTENs and is never given other work, the other sends `pg_notify`. When the listening
  * connection closes (a restart, a network cut) the bus stops covering and listens again, with
- * backoff, on a new connection; each LISTEN starts a new stretch of coverage.
+ * backoff, on a new connection; each LISTEN starts a new stretch of coverage. The database itself
+ * announces changes on the default channel, however they were made (migration 0003's triggers),
+ * so edits typed in SQL reach the caches as promptly as the API's.
  */
 export class PostgresChangeBus extends RemoteChangeBus {
   private readonly listener: postgres.Sql
