@@ -1,7 +1,7 @@
 import { Catalog } from './core/catalog'
 import { ApiKeyCache } from './core/authenticate'
 import { AddressList } from './core/client-ip'
-import { LocalChangeBus } from './core/governance/changes'
+import { JoinedChangeBus, LocalChangeBus } from './core/governance/changes'
 import { followDeployments } from './core/governance/deployments'
 import { followRetirements, setOperatorFlag } from './core/governance/operator'
 import { HealthProbes } from './core/health-probes'
@@ -60,9 +60,12 @@ async function openAdmissionStore() {
 const admission = await openAdmissionStore()
 const settlements = new Settlements(admission)
 // Revokes, suspensions and other changes reach every instance's caches through Redis when there is
-// one, else through Postgres; the embedded database has one process, which makes every change.
-const remoteChanges = redis ? new RedisChangeBus(redis) : config.databaseUrl !== null ? new PostgresChangeBus(config.databaseUrl) : null
-const changes = remoteChanges ?? new LocalChangeBus({ soleWriter: true })
+// one; Postgres announces changes too (its triggers), those made by hand in SQL included. The
+// embedded database has one process, which makes every change.
+const redisChanges = redis ? new RedisChangeBus(redis) : null
+const databaseChanges = config.databaseUrl !== null ? new PostgresChangeBus(config.databaseUrl) : null
+const changes =
+  redisChanges && databaseChanges ? new JoinedChangeBus(redisChanges, databaseChanges) : (redisChanges ?? databaseChanges ?? new LocalChangeBus({ soleWriter: true }))
 const keys = new ApiKeyCache(database.identities)
 keys.subscribeTo(changes)
 // Operators' retirements apply over the catalog file, now and whenever any instance changes them.
@@ -140,7 +143,8 @@ async function shutdown(signal: string): Promise<void> {
   // Usage rows are queued once their settlements are answered: those first.
   await settlements.drain()
   await usage.close()
-  remoteChanges?.close()
+  redisChanges?.close()
+  databaseChanges?.close()
   await redis?.close()
   await database.close()
   lock?.release()

@@ -12,7 +12,8 @@ const channelPattern = /^[a-z_][a-z0-9_]{0,62}$/
 
 /**
  * Carries governance changes to every gateway instance on one Postgres database with LISTEN and
- * NOTIFY (RemoteChangeBus says how), for deployments without Redis. Two connections of its own:
+ * NOTIFY (RemoteChangeBus says how): the bus of deployments without Redis, and beside Redis the
+ * way the database's own announcements arrive (JoinedChangeBus). Two connections of its own:
  * one LISTENs and is never given other work, the other sends `pg_notify`. When the listening
  * connection closes (a restart, a network cut) the bus stops covering and listens again, with
  * backoff, on a new connection; each LISTEN starts a new stretch of coverage. The database itself
@@ -47,6 +48,7 @@ export class PostgresChangeBus extends RemoteChangeBus {
       ...{ onnotify: (channel: string, payload: string) => channel === this.channel && this.received(payload) },
       connection,
     })
+    // Connects on the first publish: beside Redis it never does.
     this.publisher = postgres(databaseUrl, { max: 1, connect_timeout: 5, fetch_types: false, onnotice: () => {}, connection })
     void this.listen(this.relistenMs)
   }

@@ -66,3 +66,44 @@ export class LocalChangeBus implements ChangeBus {
     return () => this.listeners.delete(listener)
   }
 }
+
+/**
+ * Two buses heard as one: changes are published on `primary` (Redis pub/sub); listeners also hear
+ * `announcer`, which carries what the database announces about itself (Postgres triggers), so that
+ * edits made straight in the database arrive too. Covers only while both do; a new stretch of
+ * either is a new stretch of the pair.
+ */
+export class JoinedChangeBus implements ChangeBus {
+  private stretch = 0
+  private lastPair: string | null = null
+
+  constructor(
+    private readonly primary: ChangeBus,
+    private readonly announcer: ChangeBus,
+  ) {}
+
+  publish(change: GovernanceChange): Promise<void> {
+    return this.primary.publish(change)
+  }
+
+  subscribe(listener: (change: GovernanceChange) => void): () => void {
+    const fromPrimary = this.primary.subscribe(listener)
+    const fromAnnouncer = this.announcer.subscribe(listener)
+    return () => {
+      fromPrimary()
+      fromAnnouncer()
+    }
+  }
+
+  get coverage(): number | null {
+    const primary = this.primary.coverage
+    const announcer = this.announcer.coverage
+    if (primary === null || announcer === null) return null
+    const pair = `${primary}:${announcer}`
+    if (pair !== this.lastPair) {
+      this.lastPair = pair
+      this.stretch += 1
+    }
+    return this.stretch
+  }
+}
