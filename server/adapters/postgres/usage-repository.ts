@@ -163,8 +163,8 @@ function jsonRow(event: UsageEvent): unknown[] {
  * row arrays) that `jsonb_array_elements` turns into rows, so building and parsing the statement
  * costs the same for 1 row or 5,000. jsonb, not json: `->>` on json parses the row's text again
  * for each of the 14 fields, which doubled the server's time per row. Replaying a batch inserts
- * nothing twice. (COPY through
- * postgres.js never settles when the server rejects the data, so it is not used here.)
+ * nothing twice. (COPY through postgres.js never settles when the server rejects the data, so it
+ * is not used here.)
  */
 export async function insertUsageRows(db: Drizzle, events: UsageEvent[], lastUsed: KeyLastUsed[]): Promise<void> {
   const rows = `[${await encodeInSlices(events, (event) => JSON.stringify(jsonRow(event)), ',')}]`
