@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs'
 import type { Subprocess } from 'bun'
 
 /**
@@ -63,6 +64,43 @@ export async function cpuSeconds(pid: number, { mainThread = false } = {}): Prom
   } catch {
     return null
   }
+}
+
+/** Where a gateway's threads spend their CPU: the thread that serves requests, fetch's client, the embedded database, the collector, the rest. */
+export type ThreadGroup = 'main' | 'fetch client' | 'database' | 'collector' | 'other'
+export const threadGroups: ThreadGroup[] = ['main', 'fetch client', 'database', 'collector', 'other']
+
+// Bun and JavaScriptCore name their threads (cut to 15 characters by Linux): "HTTP Client" is
+// fetch's, "Worker" a Worker (the embedded database's), "HeapHelper", "Heap Helper Thread" and
+// "...Collector Thread" are the collector's, "mi-scavenger" the allocator's.
+function threadGroup(pid: number, tid: number, name: string): ThreadGroup {
+  if (tid === pid) return 'main'
+  if (name === 'HTTP Client') return 'fetch client'
+  if (name === 'Worker') return 'database'
+  if (/Heap|Helper|ollector|scavenger/.test(name)) return 'collector'
+  return 'other'
+}
+
+/** CPU seconds each group of a process's threads has used so far, from /proc; null where that is not readable. */
+export async function threadCpuSeconds(pid: number): Promise<Record<ThreadGroup, number> | null> {
+  const totals: Record<ThreadGroup, number> = { main: 0, 'fetch client': 0, database: 0, collector: 0, other: 0 }
+  let tids: string[]
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return null
+  }
+  for (const tid of tids) {
+    try {
+      const stat = await Bun.file(`/proc/${pid}/task/${tid}/stat`).text()
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      totals[threadGroup(pid, Number(tid), name)] += (Number(fields[11]) + Number(fields[12])) / 100
+    } catch {
+      // The thread ended while the list was read.
+    }
+  }
+  return totals
 }
 
 /** How busy all CPUs were over the next `windowMs`, from /proc/stat; null where that is not readable. */

@@ -2,6 +2,7 @@ import { requestsPerSecond, totalErrors, type LoadResult } from './load-result'
 import type { LoadTool } from './load-tool'
 import type { MachineInfo } from './machine-info'
 import type { TtfbResult } from './ttfb'
+import { threadGroups, type ThreadGroup } from './process-group'
 
 /** One throughput scenario: measured, failed before measuring, or skipped. */
 export interface ScenarioOutcome {
@@ -13,6 +14,8 @@ export interface ScenarioOutcome {
   /** Share of one core used during the measurement, per process. */
   /** `gatewayMain`: the gateway's main thread alone, which serves every request. */
   cpuPercent: { gateway: number | null; gatewayMain: number | null; upstream: number | null }
+  /** The gateway's (or the bare proxy's) CPU per request, in microseconds, by group of threads. */
+  cpuUsPerRequest?: Record<ThreadGroup, number> | null
   /** req/s of every round when there were several; the rest of the outcome is the median round's. */
   roundsRps?: number[]
 }
@@ -67,6 +70,23 @@ function throughputTable(report: BenchReport): string[] {
     )
   }
   return lines
+}
+
+function threadTable(report: BenchReport): string[] {
+  const rows = report.scenarios.filter((scenario) => scenario.id !== 'a' && scenario.result && scenario.cpuUsPerRequest)
+  if (rows.length === 0) return []
+  return [
+    `CPU of the gateway (in (d) the bare proxy) per request, by thread, in microseconds (from /proc, the median round):`,
+    '',
+    `| scenario | ${threadGroups.join(' | ')} | total |`,
+    `|---|${threadGroups.map(() => '---:').join('|')}|---:|`,
+    ...rows.map((scenario) => {
+      const byGroup = scenario.cpuUsPerRequest!
+      const total = threadGroups.reduce((sum, group) => sum + byGroup[group], 0)
+      return `| (${scenario.id}) ${scenario.label} | ${threadGroups.map((group) => byGroup[group].toFixed(1)).join(' | ')} | ${total.toFixed(1)} |`
+    }),
+    '',
+  ]
 }
 
 function ttfbTable(report: BenchReport): string[] {
@@ -142,6 +162,7 @@ export function renderReport(report: BenchReport): string {
     errors > 0 ? `**FLAGGED: ${errors} failed request(s) or check(s) in this run; the numbers below are not clean.**\n` : '',
     ...throughputTable(report),
     '',
+    ...threadTable(report),
     ...(report.ttfb.length > 0
       ? [`Time to first byte: ${settings.ttfbRequests} sequential streamed requests per row (after a warm-up), rows taken in turns.`, '', ...ttfbTable(report), '']
       : []),

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { chooseLoadTool, runLoadTool, type LoadTool, type LoadToolName } from './load-tool'
 import { readMachineInfo } from './machine-info'
-import { cpuSeconds, machineBusyPercent, ProcessGroup } from './process-group'
+import { cpuSeconds, machineBusyPercent, ProcessGroup, threadCpuSeconds, threadGroups, type ThreadGroup } from './process-group'
 import { requestsPerSecond, totalErrors } from './load-result'
 import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
@@ -151,6 +151,7 @@ export async function measureScenario(
     gatewayMain: pids.gateway ? await cpuSeconds(pids.gateway, { mainThread: true }) : null,
     upstream: await cpuSeconds(pids.upstream),
   }
+  const threadsBefore = pids.gateway ? await threadCpuSeconds(pids.gateway) : null
   outcome.result = await runLoadTool(tool, { ...run, durationS: options.durationS, logPath: join(workDir, `load-${scenario.id}-${Date.now()}.log`) }, processes)
   const wallS = (performance.now() - startedAt) / 1000
   const share = async (pid: number | null, before: number | null, mainThread = false) => {
@@ -161,6 +162,11 @@ export async function measureScenario(
     gateway: await share(pids.gateway, cpuBefore.gateway),
     gatewayMain: await share(pids.gateway, cpuBefore.gatewayMain, true),
     upstream: await share(pids.upstream, cpuBefore.upstream),
+  }
+  const threadsAfter = pids.gateway ? await threadCpuSeconds(pids.gateway) : null
+  if (threadsBefore && threadsAfter && outcome.result.requests > 0) {
+    const perRequest = (group: ThreadGroup) => (Math.max(0, threadsAfter[group] - threadsBefore[group]) * 1e6) / outcome.result!.requests
+    outcome.cpuUsPerRequest = Object.fromEntries(threadGroups.map((group) => [group, perRequest(group)])) as Record<ThreadGroup, number>
   }
   return outcome
 }
