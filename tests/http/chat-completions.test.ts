@@ -1,6 +1,9 @@
-import { describe, expect, test } from 'bun:test'
+import { describe, expect, spyOn, test } from 'bun:test'
 import { GatewayError } from '@nilegate/shared/errors'
+import type { ChatCompletion, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
+import type { ProviderCall } from '../../server/core/ports'
 import { chatRequest, embeddingsModel, keyIdentity, retiredModel, ScriptedProvider, testApp } from '../support/test-app'
+import { waitFor } from '../support/wait-for'
 
 async function readSse(response: Response): Promise<string[]> {
   const text = await response.text()
@@ -222,5 +225,43 @@ describe('authentication of inference routes', () => {
 
     expect(response.status).toBe(status)
     expect((await response.json()).error.code).toBe(code)
+  })
+})
+
+describe('a client that goes away during a plain completion', () => {
+  /** A provider that answers only by failing once the client has gone, with the reason the gateway's signal gives. */
+  class WaitingProvider extends ScriptedProvider {
+    override async chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion> {
+      this.calls.push({ body, call })
+      return new Promise((_, reject) => call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true }))
+    }
+  }
+
+  test('stops the provider, is recorded as 499, and is not logged as a server fault', async () => {
+    const provider = new WaitingProvider()
+    const { app, secret, usage } = await testApp({ provider })
+    const errors = spyOn(console, 'error').mockImplementation(() => {})
+    try {
+      const client = new AbortController()
+      const answered = app.handle(
+        new Request('http://localhost/v1/chat/completions', {
+          method: 'POST',
+          body: JSON.stringify(chatRequest()),
+          headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+          signal: client.signal,
+        }),
+      )
+      await waitFor(() => provider.calls.length === 1, { what: 'the provider call' })
+      client.abort(new DOMException('The connection was closed.', 'AbortError'))
+      const response = await answered
+
+      expect(provider.calls[0]!.call.signal.aborted).toBe(true)
+      expect(response.status).toBe(499)
+      expect(usage).toHaveLength(1)
+      expect(usage[0]).toMatchObject({ status: 499, completionTokens: 0 })
+      expect(errors.mock.calls.filter(([first]) => first === 'unhandled error')).toEqual([])
+    } finally {
+      errors.mockRestore()
+    }
   })
 })

@@ -39,6 +39,11 @@ export function errorHandler(routes: RouteTable) {
         set.headers.allow = route.methods.join(', ')
         gatewayError = new GatewayError('method_not_allowed', `${request.method} is not allowed on ${pathname}; use ${route.methods.join(' or ')}.`)
       } else gatewayError = new GatewayError('not_found', `No route ${request.method} ${pathname}.`)
+    } else if (request.signal.aborted) {
+      // The client went away (its usage is recorded as 499) and the work for it was stopped: the
+      // abort that surfaced here is no fault, and nobody reads this answer.
+      set.status = 499
+      return new GatewayError('invalid_request', 'The client closed the connection before the answer.').toBody()
     } else {
       console.error('unhandled error', error)
       gatewayError = new GatewayError('internal_error')
