@@ -34,26 +34,30 @@ export class AdminOrganizations {
   }
 
   retrieve(id: string, options?: RequestOptions): Promise<AdminOrganization> {
-    return unwrap(this.api.v1.admin.organizations({ id }).get(callOptions(options)))
+    return unwrap(this.organization(id).get(callOptions(options)))
   }
 
   /** Changes the settings named; the others stay. */
   update(id: string, params: AdminOrganizationUpdateParams, options?: RequestOptions): Promise<AdminOrganization> {
-    return unwrap(this.api.v1.admin.organizations({ id }).post(params, callOptions(options)))
+    return unwrap(this.organization(id).post(params, callOptions(options)))
   }
 
   /** Refuses the organization's keys and sessions until it is reactivated. */
   suspend(id: string, params: { reason?: string } = {}, options?: RequestOptions): Promise<AdminOrganization> {
-    return unwrap(this.api.v1.admin.organizations({ id }).suspend.post(params, callOptions(options)))
+    return unwrap(this.organization(id).suspend.post(params, callOptions(options)))
   }
 
   reactivate(id: string, options?: RequestOptions): Promise<AdminOrganization> {
-    return unwrap(this.api.v1.admin.organizations({ id }).reactivate.post({}, callOptions(options)))
+    return unwrap(this.organization(id).reactivate.post({}, callOptions(options)))
   }
 
   /** Adds prepaid credit (EGP as a decimal string); a retried call is applied once. */
   credit(id: string, params: AdminCreditParams, options?: RequestOptions): Promise<AdminCredit> {
-    return unwrap(this.api.v1.admin.organizations({ id }).credits.post(params, callOptions(options)))
+    return unwrap(this.organization(id).credits.post(params, callOptions(options)))
+  }
+
+  private organization(id: string) {
+    return this.api.v1.admin.organizations({ id: segment(id) })
   }
 }
 
@@ -73,11 +77,15 @@ export class AdminUsers {
 
   /** Ends the user's sessions and refuses new ones. */
   disable(id: string, options?: RequestOptions): Promise<AdminUser> {
-    return unwrap(this.api.v1.admin.users({ id }).disable.post({}, callOptions(options)))
+    return unwrap(this.user(id).disable.post({}, callOptions(options)))
   }
 
   enable(id: string, options?: RequestOptions): Promise<AdminUser> {
-    return unwrap(this.api.v1.admin.users({ id }).enable.post({}, callOptions(options)))
+    return unwrap(this.user(id).enable.post({}, callOptions(options)))
+  }
+
+  private user(id: string) {
+    return this.api.v1.admin.users({ id: segment(id) })
   }
 }
 
@@ -111,7 +119,11 @@ export class AdminDeployments {
 
   /** Removes a deployment added through the API; the catalog file's are changed in the file. */
   delete(id: string, options?: RequestOptions) {
-    return unwrap(this.api.v1.admin.deployments({ id }).delete(undefined, callOptions(options)))
+    return unwrap(this.deployment(id).delete(undefined, callOptions(options)))
+  }
+
+  private deployment(id: string) {
+    return this.api.v1.admin.deployments({ id: segment(id) })
   }
 }
 

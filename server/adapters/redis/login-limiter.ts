@@ -100,7 +100,7 @@ export class RedisLoginLimiter implements LoginLimiter {
   }
 
   private key(window: Window, value: string): string {
-    return `${this.keyPrefix}nilegate:login:${window}:${new Bun.CryptoHasher('sha256').update(value).digest('hex')}`
+    return `${this.keyPrefix}nilegate:login:${window}:${Bun.SHA256.hash(value, 'hex')}`
   }
 
   private fellBack(error: unknown): void {

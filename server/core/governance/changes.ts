@@ -75,7 +75,9 @@ export class LocalChangeBus implements ChangeBus {
  */
 export class JoinedChangeBus implements ChangeBus {
   private stretch = 0
-  private lastPair: string | null = null
+  // The two stretches the current one was counted for.
+  private lastPrimary: number | null = null
+  private lastAnnouncer: number | null = null
 
   constructor(
     private readonly primary: ChangeBus,
@@ -99,9 +101,9 @@ export class JoinedChangeBus implements ChangeBus {
     const primary = this.primary.coverage
     const announcer = this.announcer.coverage
     if (primary === null || announcer === null) return null
-    const pair = `${primary}:${announcer}`
-    if (pair !== this.lastPair) {
-      this.lastPair = pair
+    if (primary !== this.lastPrimary || announcer !== this.lastAnnouncer) {
+      this.lastPrimary = primary
+      this.lastAnnouncer = announcer
       this.stretch += 1
     }
     return this.stretch
