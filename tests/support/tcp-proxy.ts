@@ -1,10 +1,60 @@
 import type { Socket } from 'bun'
 
+/**
+ * One direction of a proxied connection. A socket's `write` may take only part of the bytes when
+ * the kernel's buffer is full; the rest waits here, in order, until the socket drains.
+ */
+class Outgoing {
+  socket: Socket<unknown> | null = null
+  private pending: Uint8Array[] = []
+  private ending = false
+
+  send(bytes: Uint8Array): void {
+    if (this.socket && this.pending.length === 0) {
+      const written = this.socket.write(bytes)
+      if (written < 0 || written === bytes.byteLength) return
+      bytes = bytes.subarray(written)
+    }
+    // A copy: the caller's buffer may be reused once its data handler returns.
+    this.pending.push(new Uint8Array(bytes))
+  }
+
+  /** Writes what waits, as far as the socket takes it; ends the socket once all is out if asked to. */
+  flush(): void {
+    const socket = this.socket
+    if (!socket) return
+    while (this.pending.length > 0) {
+      const chunk = this.pending[0]!
+      const written = socket.write(chunk)
+      if (written < 0) {
+        this.pending = []
+        break
+      }
+      if (written < chunk.byteLength) {
+        this.pending[0] = chunk.subarray(written)
+        return
+      }
+      this.pending.shift()
+    }
+    if (this.ending) socket.end()
+  }
+
+  /** Ends the socket after what is still waiting has gone out. */
+  endAfterFlush(): void {
+    this.ending = true
+    this.flush()
+  }
+
+  /** Ends at once, dropping what waits (as a crash would). */
+  cut(): void {
+    this.pending = []
+    this.socket?.end()
+  }
+}
+
 interface Connection {
-  client: Socket<Connection>
-  upstream: Socket<undefined> | null
-  /** Bytes from the client before the upstream connection opened. */
-  early: Uint8Array[]
+  toClient: Outgoing
+  toServer: Outgoing
 }
 
 /**
@@ -30,8 +80,8 @@ export function startTcpProxy(target: { hostname: string; port: number }): TcpPr
   const connections = new Set<Connection>()
   const cut = () => {
     for (const connection of connections) {
-      connection.upstream?.end()
-      connection.client.end()
+      connection.toServer.cut()
+      connection.toClient.cut()
     }
     connections.clear()
   }
@@ -40,7 +90,8 @@ export function startTcpProxy(target: { hostname: string; port: number }): TcpPr
     port: 0,
     socket: {
       open(client) {
-        const connection: Connection = { client, upstream: null, early: [] }
+        const connection: Connection = { toClient: new Outgoing(), toServer: new Outgoing() }
+        connection.toClient.socket = client as Socket<unknown>
         client.data = connection
         if (proxy.refusing) {
           proxy.refused += 1
@@ -51,17 +102,17 @@ export function startTcpProxy(target: { hostname: string; port: number }): TcpPr
         Bun.connect({
           ...target,
           socket: {
-            data: (_upstream, bytes) => void client.write(bytes),
-            close: () => void client.end(),
-            error: () => void client.end(),
+            data: (_upstream, bytes) => connection.toClient.send(bytes),
+            drain: () => connection.toServer.flush(),
+            close: () => connection.toClient.endAfterFlush(),
+            error: () => connection.toClient.endAfterFlush(),
           },
         }).then(
           (upstream) => {
             // The connection was cut, or the client left, while this one was opening.
             if (!connections.has(connection)) return void upstream.end()
-            connection.upstream = upstream
-            for (const bytes of connection.early) upstream.write(bytes)
-            connection.early = []
+            connection.toServer.socket = upstream as Socket<unknown>
+            connection.toServer.flush()
           },
           () => client.end(),
         )
@@ -69,11 +120,13 @@ export function startTcpProxy(target: { hostname: string; port: number }): TcpPr
       data(client, bytes) {
         const connection = client.data
         if (proxy.silent || !connections.has(connection)) return
-        if (connection.upstream) connection.upstream.write(bytes)
-        else connection.early.push(new Uint8Array(bytes))
+        connection.toServer.send(bytes)
+      },
+      drain(client) {
+        client.data.toClient.flush()
       },
       close(client) {
-        client.data.upstream?.end()
+        client.data.toServer.endAfterFlush()
         connections.delete(client.data)
       },
     },
