@@ -1,4 +1,5 @@
 import { GatewayError } from '@nilegate/shared/errors'
+import { answerWithin } from './answer-within'
 import type { ChangeBus } from './governance/changes'
 import type { ApiKeyIdentity, IdentityStore } from './ports'
 
@@ -22,6 +23,12 @@ export interface KeyCacheOptions {
   /** Unknown keys are remembered this long, so a flood of bad keys does not reach the database. */
   negativeTtlMs?: number
   maxEntries?: number
+  /**
+   * How long a caller waits for the store before its key is refused with 503. A database that
+   * accepts connections and drops them can leave a read pending for good (its driver reconnects);
+   * the read goes on, and later callers of the same key join it with their own wait.
+   */
+  lookupTimeoutMs?: number
   now?: () => number
   /** Where failed lookups are reported; the client gets 503 service_unavailable. */
   log?: (message: string, error: unknown) => void
@@ -36,7 +43,10 @@ export interface KeyCacheOptions {
  */
 export class ApiKeyCache {
   private readonly entries = new Map<string, CacheEntry>()
-  private readonly inFlight = new Map<string, Promise<ApiKeyIdentity | null>>()
+  /** The read each key's callers join, while it is younger than `lookupTimeoutMs`. */
+  private readonly inFlight = new Map<string, { read: Promise<ApiKeyIdentity | null>; startedAtMs: number }>()
+  /** Reads still running, joined or given up on. */
+  private running = 0
   /** Counts invalidations; a read notes the count it started at. */
   private generation = 0
   /**
@@ -49,6 +59,7 @@ export class ApiKeyCache {
   private changes: ChangeBus | null = null
   private readonly negativeTtlMs: number
   private readonly maxEntries: number
+  private readonly lookupTimeoutMs: number
   private readonly now: () => number
   private readonly log: (message: string, error: unknown) => void
 
@@ -57,6 +68,7 @@ export class ApiKeyCache {
     this.coveredRefreshAfterMs = options.coveredRefreshAfterMs ?? 60_000
     this.negativeTtlMs = options.negativeTtlMs ?? 1_000
     this.maxEntries = options.maxEntries ?? 100_000
+    this.lookupTimeoutMs = options.lookupTimeoutMs ?? 5_000
     this.now = options.now ?? Date.now
     this.log = options.log ?? ((message, error) => console.error(message, error))
   }
@@ -69,7 +81,7 @@ export class ApiKeyCache {
       if (entry.identity === null) {
         if (ageMs < this.negativeTtlMs) return null
       } else {
-        if (ageMs >= this.refreshAfterMs && (ageMs >= this.coveredRefreshAfterMs || !this.covered(entry))) this.fetch(hashHex).catch(() => {})
+        if (ageMs >= this.refreshAfterMs && (ageMs >= this.coveredRefreshAfterMs || !this.covered(entry))) this.startRead(hashHex).catch(() => {})
         return entry.identity
       }
     }
@@ -105,22 +117,34 @@ export class ApiKeyCache {
     return entry.coverage !== null && entry.coverage === (this.changes?.coverage ?? null)
   }
 
+  /** Waits up to `lookupTimeoutMs` for the key's read; refuses with 503 when it fails or takes longer. */
   private fetch(hashHex: string): Promise<ApiKeyIdentity | null> {
+    const read = this.startRead(hashHex)
+    return answerWithin(read, this.lookupTimeoutMs, 'the database').catch(() => {
+      if (this.inFlight.get(hashHex)?.read === read) this.log(`looking up an API key got no answer within ${this.lookupTimeoutMs} ms`, null)
+      // A key that is not in memory cannot be checked while the store is down: refuse with a
+      // retryable 503 rather than a 500 (warm keys keep being served from memory).
+      throw new GatewayError('service_unavailable', 'Authentication is temporarily unavailable. Retry in 30 to 60 seconds.')
+    })
+  }
+
+  /**
+   * The key's read in flight, or a new one when there is none or it has run past the lookup
+   * timeout (a read the store never answers must not keep the key from being read again).
+   * Each read that fails is logged once.
+   */
+  private startRead(hashHex: string): Promise<ApiKeyIdentity | null> {
+    const nowMs = this.now()
     const pending = this.inFlight.get(hashHex)
-    if (pending) return pending
-    const lookup = this.read(hashHex)
-      .catch((error: unknown) => {
-        // A key that is not in memory cannot be checked while the store is down: refuse with a
-        // retryable 503 rather than a 500 (warm keys keep being served from memory).
-        this.log('looking up an API key failed', error)
-        throw new GatewayError('service_unavailable', 'Authentication is temporarily unavailable. Retry in 30 to 60 seconds.')
-      })
-      .finally(() => {
-        this.inFlight.delete(hashHex)
-        if (this.inFlight.size === 0) this.invalidatedAt.clear()
-      })
-    this.inFlight.set(hashHex, lookup)
-    return lookup
+    if (pending && nowMs - pending.startedAtMs < this.lookupTimeoutMs) return pending.read
+    this.running += 1
+    const read: Promise<ApiKeyIdentity | null> = this.read(hashHex).finally(() => {
+      if (this.inFlight.get(hashHex)?.read === read) this.inFlight.delete(hashHex)
+      if (--this.running === 0) this.invalidatedAt.clear()
+    })
+    read.catch((error: unknown) => this.log('looking up an API key failed', error))
+    this.inFlight.set(hashHex, { read, startedAtMs: nowMs })
+    return read
   }
 
   /**

@@ -2,6 +2,7 @@ import { GatewayError } from '@nilegate/shared/errors'
 import type { Catalog, CatalogModel, Deployment } from './catalog'
 import { costMicros } from './money'
 import { admitLoaded, refusalError, type AdmissionStore, type Admitted } from './admission'
+import { answerWithin } from './answer-within'
 import type { ApiKeyIdentity, LedgerReader, Provider, ProviderCall, UsageEvent, UsageSink } from './ports'
 import { effectiveRpmLimit } from './rate-limits'
 import { resolveModel } from './resolve-model'
@@ -24,7 +25,14 @@ export interface InferenceDeps {
   reservationMarginMs?: number
   /** Settles admitted requests; one per admission store when absent. */
   settlements?: Settlements
+  /**
+   * How long an admission waits for the ledger when it has to load an organization's counters
+   * before refusing with 503; 5 s when absent.
+   */
+  ledgerTimeoutMs?: number
 }
+
+const defaultLedgerTimeoutMs = 5_000
 
 /** One authenticated inference request. */
 export interface InferenceRequest {
@@ -128,11 +136,15 @@ export class InferenceCall {
         timeZone: identity.billingTimeZone,
       },
       async (orgId, month, requestIds) => {
-        try {
+        const read = async () => {
           // Usage rows still queued here are debits the ledger does not show yet: written first, or
           // the rebuilt balance would hand their cost out again (a Redis that lost its data).
           await this.deps.usage.flush?.()
           return await this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone, requestIds)
+        }
+        try {
+          // A database that accepts connections and drops them can leave a read pending for good.
+          return await answerWithin(read(), this.deps.ledgerTimeoutMs ?? defaultLedgerTimeoutMs, 'the database')
         } catch (error) {
           // Without the ledger the balance is unknown: refuse rather than serve unbilled (fail closed).
           ;(this.deps.log ?? console.error)(`reading the ledger of ${orgId} failed`, error)

@@ -138,6 +138,16 @@ describe('admission when the ledger cannot be read', () => {
     expect((await response.json()).error.code).toBe('service_unavailable')
     expect(provider.calls).toHaveLength(0)
   })
+
+  test('answers 503 service_unavailable when the ledger does not answer in time', async () => {
+    const { send, provider } = await testApp({ ledgerHangs: true, ledgerTimeoutMs: 20 })
+
+    const response = await post(send, chatRequest())
+
+    expect(response.status).toBe(503)
+    expect((await response.json()).error.code).toBe('service_unavailable')
+    expect(provider.calls).toHaveLength(0)
+  })
 })
 
 describe('the edge burst guard', () => {

@@ -90,6 +90,9 @@ export async function testApp(
     balanceMicros?: bigint
     now?: () => number
     ledgerFails?: boolean
+    /** Ledger reads never answer; admissions give up after `ledgerTimeoutMs`. */
+    ledgerHangs?: boolean
+    ledgerTimeoutMs?: number
     edge?: EdgeLimiter
     models?: CatalogModel[]
     providerFor?: (deployment: Deployment) => Provider
@@ -107,6 +110,7 @@ export async function testApp(
     async readCounters(orgId: string, month: string): Promise<LedgerCounters> {
       ledgerReads.push(orgId)
       if (options.ledgerFails) throw new Error('connection refused')
+      if (options.ledgerHangs) return new Promise<never>(() => {})
       return { month, balanceMicros: options.balanceMicros ?? 1_000_000_000_000n, keySpend: new Map(), projectSpend: new Map(), recordedIds: [] }
     },
   }
@@ -117,6 +121,7 @@ export async function testApp(
     usage: { record: (event) => usage.push(event) },
     admission,
     ledger,
+    ledgerTimeoutMs: options.ledgerTimeoutMs,
     now: options.now,
     log: () => {},
     edge: options.edge,

@@ -303,3 +303,66 @@ describe('ApiKeyCache when the store fails', () => {
     expect((cold as GatewayError).code).toBe('service_unavailable')
   })
 })
+
+describe('ApiKeyCache when the store does not answer', () => {
+  /** A store whose reads wait until the test answers them, all at once. */
+  class SilentStore {
+    lookups = 0
+    private readonly waiting: Array<() => void> = []
+    findApiKeyByHash(hash: string): Promise<ApiKeyIdentity | null> {
+      this.lookups++
+      return new Promise((answer) => this.waiting.push(() => answer(keyIdentity({ keyId: hash }))))
+    }
+    answerAll(): void {
+      for (const answer of this.waiting.splice(0)) answer()
+    }
+  }
+
+  test('a cold key is refused with 503 once the lookup timeout passes, and its read goes on', async () => {
+    const store = new SilentStore()
+    const logged: string[] = []
+    const cache = new ApiKeyCache(store, { lookupTimeoutMs: 20, now: () => 0, log: (message) => logged.push(message) })
+
+    const first = await Promise.resolve(cache.lookup('cold')).catch((error: GatewayError) => error)
+    const joined = await Promise.resolve(cache.lookup('cold')).catch((error: GatewayError) => error)
+
+    expect((first as GatewayError).code).toBe('service_unavailable')
+    expect((joined as GatewayError).code).toBe('service_unavailable')
+    expect(store.lookups).toBe(1)
+    expect(logged).toEqual(['looking up an API key got no answer within 20 ms', 'looking up an API key got no answer within 20 ms'])
+
+    store.answerAll()
+    await settle()
+    expect(await cache.lookup('cold')).toMatchObject({ keyId: 'cold' })
+    expect(store.lookups).toBe(1)
+  })
+
+  test('a read older than the lookup timeout is not joined: the next caller starts another', async () => {
+    const store = new SilentStore()
+    let nowMs = 0
+    const cache = new ApiKeyCache(store, { lookupTimeoutMs: 20, now: () => nowMs, log: () => {} })
+
+    await Promise.resolve(cache.lookup('cold')).catch(() => {})
+    nowMs += 20
+    const second = Promise.resolve(cache.lookup('cold'))
+
+    expect(store.lookups).toBe(2)
+    store.answerAll()
+    expect(await second).toMatchObject({ keyId: 'cold' })
+  })
+
+  test('a warm key is served while its refresh waits on the store, with one refresh at a time', async () => {
+    const store = new SilentStore()
+    let nowMs = 0
+    const cache = new ApiKeyCache(store, { lookupTimeoutMs: 20, now: () => nowMs, log: () => {} })
+    const warming = cache.lookup('warm')
+    store.answerAll()
+    await warming
+
+    nowMs += 1_000
+    const served = [cache.lookup('warm'), cache.lookup('warm'), cache.lookup('warm')]
+
+    expect(served.map((identity) => (identity as ApiKeyIdentity).keyId)).toEqual(['warm', 'warm', 'warm'])
+    expect(store.lookups).toBe(2)
+  })
+})
