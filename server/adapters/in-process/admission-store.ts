@@ -44,8 +44,8 @@ interface OrgState {
   /** Settled spend: month -> id -> micro-EGP. */
   keySpend: Map<string, Map<string, bigint>>
   projectSpend: Map<string, Map<string, bigint>>
-  /** Admission times per key, ascending. */
-  windows: Map<string, number[]>
+  /** Admission times per key. */
+  windows: Map<string, ArrivalWindow>
   holds: Map<string, Hold>
   /** No hold expires before this (a lower bound): until then there is nothing to release. */
   nextExpiryMs: number
@@ -84,9 +84,10 @@ export class InProcessAdmissionStore implements AdmissionStore {
     if (org.holds.has(requestId)) throw new Error(`request ${requestId} was admitted before`)
     releaseExpiredHolds(org, nowMs)
 
-    const window = org.windows.get(keyId) ?? []
-    dropBefore(window, nowMs - rateWindowMs)
-    if (window.length >= limit) return { admitted: false, reason: 'rate_limit_exceeded', limit, retryAfterS: retryAfterSeconds(window[window.length - limit]!, nowMs) }
+    let window = org.windows.get(keyId)
+    if (!window) org.windows.set(keyId, (window = new ArrivalWindow()))
+    window.dropUntil(nowMs - rateWindowMs)
+    if (window.length >= limit) return { admitted: false, reason: 'rate_limit_exceeded', limit, retryAfterS: retryAfterSeconds(window.at(window.length - limit), nowMs) }
 
     const refusal = moneyRefusal({
       worstCaseMicros,
@@ -101,8 +102,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     })
     if (refusal) return refusal
 
-    insertSorted(window, nowMs)
-    org.windows.set(keyId, window)
+    window.insert(nowMs)
     const expiresAtMs = nowMs + request.reservationTtlMs
     const hold: Hold = { keyId, projectId, month, amount: worstCaseMicros, expiresAtMs }
     org.holds.set(requestId, hold)
@@ -149,7 +149,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     const org = this.orgs.get(orgId)
     if (!org) return 0
     for (const [keyId, window] of org.windows) {
-      if (window.length === 0 || window[window.length - 1]! <= nowMs - rateWindowMs) org.windows.delete(keyId)
+      if (window.length === 0 || window.at(window.length - 1) <= nowMs - rateWindowMs) org.windows.delete(keyId)
     }
     return releaseExpiredHolds(org, nowMs)
   }
@@ -294,15 +294,45 @@ function heldIn(held: Map<string, bigint>, month: string): Map<string, bigint> {
   return result
 }
 
-/** Drops the entries at or before `cutoffMs` from an ascending window. */
-function dropBefore(window: number[], cutoffMs: number): void {
-  let stale = 0
-  while (stale < window.length && window[stale]! <= cutoffMs) stale++
-  if (stale > 0) window.splice(0, stale)
-}
+/**
+ * A key's admission times, ascending. Expired times are dropped from the front by moving a start
+ * index, not by shifting the array: a key at 20 req/s holds 1,200 times, which `splice(0, 1)` moved
+ * on every admission.
+ */
+export class ArrivalWindow {
+  private times: number[] = []
+  private start = 0
 
-function insertSorted(window: number[], atMs: number): void {
-  let index = window.length
-  while (index > 0 && window[index - 1]! > atMs) index--
-  window.splice(index, 0, atMs)
+  get length(): number {
+    return this.times.length - this.start
+  }
+
+  /** The time at `index`, counted from the oldest. */
+  at(index: number): number {
+    return this.times[this.start + index]!
+  }
+
+  /** Drops the times at or before `cutoffMs`. */
+  dropUntil(cutoffMs: number): void {
+    const times = this.times
+    let start = this.start
+    while (start < times.length && times[start]! <= cutoffMs) start++
+    if (start === times.length) {
+      this.times = []
+      start = 0
+    } else if (start >= 1_024 && start * 2 >= times.length) {
+      this.times = times.slice(start)
+      start = 0
+    }
+    this.start = start
+  }
+
+  /** Adds a time, in order (a clock that stepped back puts it before later ones). */
+  insert(atMs: number): void {
+    const times = this.times
+    let index = times.length
+    while (index > this.start && times[index - 1]! > atMs) index--
+    if (index === times.length) times.push(atMs)
+    else times.splice(index, 0, atMs)
+  }
 }
