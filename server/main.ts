@@ -5,6 +5,7 @@ import { JoinedChangeBus, LocalChangeBus } from './core/governance/changes'
 import { followDeployments } from './core/governance/deployments'
 import { followRetirements, setOperatorFlag } from './core/governance/operator'
 import { HealthProbes } from './core/health-probes'
+import { LateUsageFollowUp } from './core/late-usage'
 import { InProcessLoginLimiter } from './core/login-limiter'
 import { formatEgp } from './core/money'
 import { PeriodicReconciler } from './core/periodic-reconciler'
@@ -59,6 +60,9 @@ async function openAdmissionStore() {
 }
 const admission = await openAdmissionStore()
 const settlements = new Settlements(admission)
+// Counters Redis lost are rebuilt from the ledger; rows other instances were still writing then
+// are debited by a follow-up.
+const lateUsage = redis ? new LateUsageFollowUp(admission, database.ledger) : null
 // Revokes, suspensions and other changes reach every instance's caches through Redis when there is
 // one; Postgres announces changes too (its triggers), those made by hand in SQL included. The
 // embedded database has one process, which makes every change.
@@ -91,6 +95,7 @@ const app = buildApp({
   admission,
   settlements,
   ledger: database.ledger,
+  lateUsage: lateUsage ?? undefined,
   keys,
   bodyBudgetBytes: config.bodyBudgetBytes,
   reservationMarginMs: config.reservationMarginMs,
@@ -143,6 +148,7 @@ async function shutdown(signal: string): Promise<void> {
   // Usage rows are queued once their settlements are answered: those first.
   await settlements.drain()
   await usage.close()
+  await lateUsage?.stop()
   redisChanges?.close()
   databaseChanges?.close()
   await redis?.close()

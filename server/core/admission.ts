@@ -197,6 +197,13 @@ export interface AdmissionStore {
    * ledger again). A RangeError, with nothing written, when the balance would exceed `maxMicros`.
    */
   credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome>
+  /**
+   * Debits usage rows that a rebuild's ledger read did not hold (`LateUsageReader`), unless their
+   * requests were settled in these counters since; each applied id is remembered as settled, so a
+   * repeat changes nothing. Spends count the rows of `month` only. Null, with nothing written, when
+   * the counters are absent: their rebuild reads the rows from the ledger.
+   */
+  applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number): Promise<LateApplied | null>
 }
 
 export type CreditOutcome = 'credited' | 'not_loaded'
@@ -211,6 +218,24 @@ export interface LoadFence {
 export interface LedgerCounters extends OrgCounters {
   /** Which of the request ids asked about have usage rows. */
   recordedIds: string[]
+  /** Names the read's snapshot, for `LateUsageReader`; absent where the ledger cannot say. */
+  snapshot?: string
+}
+
+/** A usage row the rebuild's ledger read did not hold: its cost may be in neither the read nor the store. */
+export interface LateUsage {
+  requestId: string
+  keyId: string
+  projectId: string
+  /** yyyymm of the row's creation in the organization's time zone. */
+  month: string
+  costMicros: bigint
+}
+
+/** What `applyLate` did: the rows it debited (the others were settled in the store already), and their sum. */
+export interface LateApplied {
+  applied: number
+  debitedMicros: bigint
 }
 
 // Ids become parts of store keys and records: no separators, braces or spaces.
@@ -259,6 +284,20 @@ export function checkSettlement(settlement: Settlement): void {
   checkMonth(settlement.month)
   checkMicros('costMicros', settlement.costMicros)
   checkMs('nowMs', settlement.nowMs)
+}
+
+/** Throws a RangeError for late usage rows the stores cannot hold exactly. */
+export function checkLateUsage(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number): void {
+  checkId('orgId', orgId)
+  checkMonth(month)
+  checkMs('nowMs', nowMs)
+  for (const row of rows) {
+    checkId('requestId', row.requestId)
+    checkId('keyId', row.keyId)
+    checkId('projectId', row.projectId)
+    checkMonth(row.month)
+    checkMicros('costMicros', row.costMicros)
+  }
 }
 
 /** A credit is positive and within what the stores hold exactly. */
@@ -343,12 +382,19 @@ export type ReadLedger = (orgId: string, month: string, requestIds: readonly str
  * kept meanwhile whose usage rows the read did not hold. Returns false when they were loaded
  * already, or the rebuild was fenced off (try again).
  */
-export async function rebuildCounters(store: AdmissionStore, orgId: string, month: string, now: () => number, readLedger: ReadLedger): Promise<boolean> {
+export async function rebuildCounters(store: AdmissionStore, orgId: string, month: string, now: () => number, readLedger: ReadLedger, loaded?: LoadedFromLedger): Promise<boolean> {
   const fence = await store.beginLoad(orgId, now())
   if (!fence) return false
-  const { recordedIds, ...counters } = await readLedger(orgId, month, fence.keptIds)
-  return store.finishLoad(orgId, counters, fence, recordedIds, now())
+  const readAtMs = now()
+  const read = await readLedger(orgId, month, fence.keptIds)
+  const { recordedIds, ...counters } = read
+  const finished = await store.finishLoad(orgId, counters, fence, recordedIds, now())
+  if (finished) loaded?.(read, readAtMs)
+  return finished
 }
+
+/** Told when a rebuild loaded counters: what it read, and when the read began. */
+export type LoadedFromLedger = (read: LedgerCounters, readAtMs: number) => void
 
 // Rebuilds an admission may try before it gives up with service_unavailable: each one that loses
 // its fence was interrupted by a credit, which is rare.
@@ -357,14 +403,15 @@ const rebuildAttempts = 3
 /**
  * Admits, rebuilding the organization's counters when the store has none (a new organization, or
  * Redis lost its data). When two gateways rebuild at once, they share a fence and the first load
- * wins. Still not loaded after a few rebuilds: service_unavailable. `now` times the rebuild.
+ * wins. Still not loaded after a few rebuilds: service_unavailable. `now` times the rebuild;
+ * `loaded` hears of a rebuild that loaded.
  */
-export async function admitLoaded(store: AdmissionStore, request: AdmitRequest, readLedger: ReadLedger, now: () => number = Date.now): Promise<Admitted | ClientRefusal> {
+export async function admitLoaded(store: AdmissionStore, request: AdmitRequest, readLedger: ReadLedger, now: () => number = Date.now, loaded?: LoadedFromLedger): Promise<Admitted | ClientRefusal> {
   const month = billingMonth(request.nowMs, request.timeZone)
   for (let attempt = 0; attempt <= rebuildAttempts; attempt++) {
     const result = await store.admit(request)
     if (result.admitted || result.reason !== 'not_loaded') return result
-    if (attempt < rebuildAttempts) await rebuildCounters(store, request.orgId, month, now, readLedger)
+    if (attempt < rebuildAttempts) await rebuildCounters(store, request.orgId, month, now, readLedger, loaded)
   }
   throw new GatewayError('service_unavailable')
 }

@@ -1,8 +1,9 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { Catalog, CatalogModel, Deployment } from './catalog'
 import { costMicros } from './money'
-import { admitLoaded, refusalError, type AdmissionStore, type Admitted } from './admission'
+import { admitLoaded, refusalError, type AdmissionStore, type Admitted, type LedgerCounters } from './admission'
 import { answerWithin } from './answer-within'
+import type { LateUsageFollowUp } from './late-usage'
 import type { ApiKeyIdentity, LedgerReader, Provider, ProviderCall, UsageEvent, UsageSink } from './ports'
 import { effectiveRpmLimit } from './rate-limits'
 import { resolveModel } from './resolve-model'
@@ -30,6 +31,8 @@ export interface InferenceDeps {
    * before refusing with 503; 5 s when absent.
    */
   ledgerTimeoutMs?: number
+  /** Follows up the rebuilds of a shared store's counters (absent for a store only this process uses). */
+  lateUsage?: LateUsageFollowUp
 }
 
 const defaultLedgerTimeoutMs = 5_000
@@ -138,7 +141,8 @@ export class InferenceCall {
       async (orgId, month, requestIds) => {
         const read = async () => {
           // Usage rows still queued here are debits the ledger does not show yet: written first, or
-          // the rebuilt balance would hand their cost out again (a Redis that lost its data).
+          // the rebuilt balance would hand their cost out again (a Redis that lost its data). Those
+          // other gateways still hold are found later by the late-usage follow-up.
           await this.deps.usage.flush?.()
           return await this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone, requestIds)
         }
@@ -152,10 +156,17 @@ export class InferenceCall {
         }
       },
       now,
+      this.deps.lateUsage && ((read, readAtMs) => this.followLoad(read, readAtMs)),
     )
     if (!result.admitted) throw refusalError(result)
     this.admitted = result
     this.request.rateLimit = { limit: result.limit, remaining: result.remaining }
+  }
+
+  private followLoad(read: LedgerCounters, readAtMs: number): void {
+    if (read.snapshot === undefined) return
+    const { orgId, billingTimeZone } = this.request.identity
+    this.deps.lateUsage?.follow({ orgId, month: read.month, timeZone: billingTimeZone, snapshot: read.snapshot, readAtMs })
   }
 
   /** The hold is taken once before routing, so it must outlive a failover through every deployment. */

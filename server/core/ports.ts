@@ -100,6 +100,15 @@ export interface LedgerReader {
   readCounters(orgId: string, month: string, timeZone: string, requestIds?: readonly string[]): Promise<import('./admission').LedgerCounters>
 }
 
+/** The usage rows a ledger snapshot did not hold, for the follow-up of a rebuild (late-usage.ts). */
+export interface LateUsageReader {
+  /**
+   * The organization's usage rows created from `sinceMs` to before `untilMs` that `snapshot`
+   * (`LedgerCounters.snapshot`) did not hold, their month taken in `timeZone`.
+   */
+  readUsageAfter(orgId: string, snapshot: string, sinceMs: number, untilMs: number, timeZone: string): Promise<import('./admission').LateUsage[]>
+}
+
 /** Writes usage events in batches; the hot path only queues. */
 export interface UsageRepository {
   insertUsageEvents(events: UsageEvent[]): Promise<void>

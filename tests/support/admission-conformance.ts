@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { maxMicros, type AdmissionStore, type AdmitRequest, type AdmitResult, type OrgSnapshot } from '../../server/core/admission'
+import { maxMicros, type AdmissionStore, type AdmitRequest, type AdmitResult, type LateUsage, type OrgSnapshot } from '../../server/core/admission'
 import { admitRequest, midJanuaryMs, newOrgId, orgCounters, settlementOf } from './admission-requests'
 
 /** Two gateways' views of the same counters (for a single-process store, the same store twice). */
@@ -205,6 +205,77 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         expect(reasonsOf(outcomes.map((result) => result.outcome))).toEqual({ pending: 100, already_settled: 100 })
         expect(fence!.keptIds.length).toBe(100)
         expect((await snapshot(orgId)).balanceMicros).toBe(10_000n - 700n)
+      })
+    })
+
+    describe('late usage rows', () => {
+      const nowMs = midJanuaryMs + 5_000
+      const late = (requestId: string, costMicros: bigint, overrides: Partial<LateUsage> = {}): LateUsage => ({ requestId, keyId: 'key_a', projectId: 'proj_a', month: '202501', costMicros, ...overrides })
+
+      test("debits the rows whose requests these counters have not settled, exactly once, with spends of the loaded month only", async () => {
+        const { orgId, request } = await organization(1_000n)
+        const settledHere = request()
+        await admitted(settledHere)
+        await store().settle(settlementOf(settledHere, { month: '202501' }, { costMicros: 100n }))
+        const rows = [
+          late(settledHere.requestId, 100n),
+          late('req_late_b', 50n, { keyId: 'key_b' }),
+          late('req_late_c', 5n, { month: '202412' }),
+          late('req_late_d', 0n),
+        ]
+
+        const first = await store().applyLate(orgId, '202501', rows, nowMs)
+        const repeat = await gateways()[1].applyLate(orgId, '202501', rows, nowMs)
+        const lateSettle = await store().settle({ requestId: 'req_late_b', orgId, keyId: 'key_b', projectId: 'proj_a', month: '202501', costMicros: 50n, nowMs })
+
+        expect(first).toEqual({ applied: 3, debitedMicros: 55n })
+        expect(repeat).toEqual({ applied: 0, debitedMicros: 0n })
+        expect(lateSettle.outcome).toBe('already_settled')
+        const taken = await snapshot(orgId)
+        expect({ balance: taken.balanceMicros, keySpend: taken.keySpend, projectSpend: taken.projectSpend }).toEqual({
+          balance: 845n,
+          keySpend: new Map([['key_a', 100n], ['key_b', 50n]]),
+          projectSpend: new Map([['proj_a', 150n]]),
+        })
+      })
+
+      test('skips the settlements a rebuild kept and applied', async () => {
+        const orgId = newOrgId()
+        const kept = admitRequest({ orgId })
+        await store().settle(settlementOf(kept, { month: '202501' }, { costMicros: 30n }))
+        const fence = await store().beginLoad(orgId, nowMs)
+        await store().finishLoad(orgId, orgCounters(1_000n), fence!, [], nowMs)
+
+        const applied = await gateways()[1].applyLate(orgId, '202501', [late(kept.requestId, 30n)], nowMs)
+
+        expect(applied).toEqual({ applied: 0, debitedMicros: 0n })
+        expect((await snapshot(orgId)).balanceMicros).toBe(970n)
+      })
+
+      test('applies a thousand rows at once, and answers null without writing for absent counters', async () => {
+        const { orgId } = await organization(1_000_000n)
+        const rows = Array.from({ length: 1_200 }, (_, i) => late(`req_many_${i}`, 3n))
+        const absentOrg = newOrgId()
+
+        const applied = await store().applyLate(orgId, '202501', rows, nowMs)
+        const absent = await store().applyLate(absentOrg, '202501', rows, nowMs)
+
+        expect(applied).toEqual({ applied: 1_200, debitedMicros: 3_600n })
+        expect((await snapshot(orgId)).balanceMicros).toBe(1_000_000n - 3_600n)
+        expect(absent).toBeNull()
+        expect(await store().snapshot(absentOrg, '202501')).toBeNull()
+      })
+
+      test('refuses a row it cannot hold exactly, writing nothing', async () => {
+        const { orgId } = await organization(1_000n)
+
+        const refusals = await Promise.all([
+          store().applyLate(orgId, '202501', [late('req_ok', 1n), late('bad id', 1n)], nowMs).catch((error: Error) => error.name),
+          store().applyLate(orgId, '202501', [late('req_big', maxMicros + 1n)], nowMs).catch((error: Error) => error.name),
+        ])
+
+        expect(refusals).toEqual(['RangeError', 'RangeError'])
+        expect((await snapshot(orgId)).balanceMicros).toBe(1_000n)
       })
     })
 

@@ -3,6 +3,7 @@ import {
   checkAdmitRequest,
   checkCounters,
   checkCredit,
+  checkLateUsage,
   checkMonth,
   checkOrgId,
   checkSettlement,
@@ -18,6 +19,8 @@ import {
   type AdmitRequest,
   type AdmitResult,
   type CreditOutcome,
+  type LateApplied,
+  type LateUsage,
   type LoadFence,
   type OrgCounters,
   type OrgSnapshot,
@@ -197,6 +200,20 @@ export class InProcessAdmissionStore implements AdmissionStore {
     setMonth(org.keySpend, counters.month, new Map(counters.keySpend))
     setMonth(org.projectSpend, counters.month, new Map(counters.projectSpend))
     return org
+  }
+
+  async applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number): Promise<LateApplied | null> {
+    checkLateUsage(orgId, month, rows, nowMs)
+    const org = this.orgs.get(orgId)
+    if (!org) return null
+    const result = { applied: 0, debitedMicros: 0n }
+    for (const row of rows) {
+      if (!org.settled.remember(row.requestId, nowMs)) continue
+      debit(org, { ...row, orgId, nowMs }, month)
+      result.applied++
+      result.debitedMicros += row.costMicros
+    }
+    return result
   }
 
   async credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome> {

@@ -1,15 +1,16 @@
 import { sql } from 'drizzle-orm'
-import type { LedgerCounters } from '../../core/admission'
-import type { LedgerReader } from '../../core/ports'
+import type { LateUsage, LedgerCounters } from '../../core/admission'
+import type { LateUsageReader, LedgerReader } from '../../core/ports'
 import type { Drizzle } from './drizzle'
 
 /**
  * Reads the counters admission starts from out of the ledger: the balance is every credit minus
  * every debit (usage rows), and a month's spend is the sum of the usage rows created in that
  * calendar month of the organization's time zone. One statement, so one snapshot: the balance, the
- * spends and which of the asked request ids have rows agree with each other.
+ * spends and which of the asked request ids have rows agree with each other, and the snapshot
+ * itself is returned, for `readUsageAfter` to find the rows it did not hold.
  */
-export function createLedgerReader(db: Drizzle): LedgerReader {
+export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader {
   return {
     async readCounters(orgId: string, month: string, timeZone: string, requestIds: readonly string[] = []): Promise<LedgerCounters> {
       const year = Number(month.slice(0, 4))
@@ -34,18 +35,40 @@ export function createLedgerReader(db: Drizzle): LedgerReader {
         UNION ALL
         SELECT 'project', project_id, SUM(cost_micros)::text FROM usage_events, bounds
           WHERE org_id = ${orgId} AND created_at >= starts AND created_at < ends GROUP BY project_id
+        UNION ALL
+        SELECT 'snapshot', pg_current_snapshot()::text, NULL
         ${recorded}`)
       let balanceMicros = 0n
       const keySpend = new Map<string, bigint>()
       const projectSpend = new Map<string, bigint>()
       const recordedIds: string[] = []
+      let snapshot: string | undefined
       for (const row of rowsOf<{ kind: string; id: string; amount: string }>(result)) {
         if (row.kind === 'balance') balanceMicros = BigInt(row.amount)
         else if (row.kind === 'key') keySpend.set(row.id, BigInt(row.amount))
         else if (row.kind === 'project') projectSpend.set(row.id, BigInt(row.amount))
+        else if (row.kind === 'snapshot') snapshot = row.id
         else recordedIds.push(row.id)
       }
-      return { month, balanceMicros, keySpend, projectSpend, recordedIds }
+      return { month, balanceMicros, keySpend, projectSpend, recordedIds, snapshot }
+    },
+
+    // Rows are found by the transaction that wrote them: committed after the snapshot was taken,
+    // or still running then. Rows from before the column existed have no transaction and are old.
+    async readUsageAfter(orgId: string, snapshot: string, sinceMs: number, untilMs: number, timeZone: string): Promise<LateUsage[]> {
+      const result = await db.execute(sql`
+        SELECT request_id, key_id, project_id, to_char(created_at AT TIME ZONE ${timeZone}, 'YYYYMM') AS month, cost_micros::text AS cost
+        FROM usage_events
+        WHERE org_id = ${orgId} AND created_at >= to_timestamp(${sinceMs}::double precision / 1000) AND created_at < to_timestamp(${untilMs}::double precision / 1000)
+          AND inserted_xid IS NOT NULL AND NOT pg_visible_in_snapshot(inserted_xid, ${snapshot}::pg_snapshot)
+        ORDER BY request_id`)
+      return rowsOf<{ request_id: string; key_id: string; project_id: string; month: string; cost: string }>(result).map((row) => ({
+        requestId: row.request_id,
+        keyId: row.key_id,
+        projectId: row.project_id,
+        month: row.month,
+        costMicros: BigInt(row.cost),
+      }))
     },
   }
 }

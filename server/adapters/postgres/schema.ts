@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { bigint, bigserial, boolean, check, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique } from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, check, customType, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique } from 'drizzle-orm/pg-core'
 
 /** Plan tiers; each has a default RPM ceiling. */
 export type PlanTier = 'free' | 'developer' | 'team' | 'enterprise'
@@ -11,6 +11,8 @@ export type CreditTransactionKind = 'demo_credit' | 'top_up' | 'adjustment' | 'r
 const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
 const nullableTimestamp = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
 const micros = (name: string) => bigint(name, { mode: 'bigint' })
+/** A 64-bit transaction id, as text (it is only ever compared with a snapshot in SQL). */
+const xid8 = customType<{ data: string }>({ dataType: () => 'xid8' })
 
 export const organizations = pgTable(
   'organizations',
@@ -176,6 +178,12 @@ export const usageEvents = pgTable(
     latencyMs: integer('latency_ms').notNull(),
     region: text('region'),
     createdAt: createdAt(),
+    /**
+     * The transaction that wrote the row, so that a rebuild of admission counters can later ask
+     * which rows its ledger snapshot did not hold (`pg_visible_in_snapshot`). Null on rows written
+     * before the column existed, which every snapshot since holds.
+     */
+    insertedXid: xid8('inserted_xid').default(sql`pg_current_xact_id()`),
   },
   (table) => [index('usage_events_org_id_created_at_index').on(table.orgId, table.createdAt)],
 )

@@ -132,7 +132,8 @@ export async function copyUsageBatch(client: PGlite, batch: UsageBatch): Promise
     await client.transaction(async (tx) => {
       await tx.query('CREATE TEMP TABLE usage_events_replay (LIKE usage_events) ON COMMIT DROP')
       await copyCsv(tx, 'usage_events_replay', batch.csv)
-      await tx.query('INSERT INTO usage_events SELECT * FROM usage_events_replay ON CONFLICT (request_id) DO NOTHING')
+      // The columns by name: inserted_xid takes its default, this transaction, not the scratch row's NULL.
+      await tx.query(`INSERT INTO usage_events ${usageColumns} SELECT ${usageColumns.slice(1, -1)} FROM usage_events_replay ON CONFLICT (request_id) DO NOTHING`)
       await touch(tx, batch.lastUsed)
     })
   }

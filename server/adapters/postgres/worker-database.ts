@@ -45,7 +45,10 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
     kind: 'pglite',
     identities: { findApiKeyByHash: (hashHex) => client.call('findApiKeyByHash', hashHex) },
     usage: createUsageRepository(async (events, lastUsed) => client.call('writeUsageBatch', await usageBatch(events, lastUsed))),
-    ledger: { readCounters: (orgId, month, timeZone, requestIds = []) => client.call('readCounters', orgId, month, timeZone, [...requestIds]) },
+    ledger: {
+      readCounters: (orgId, month, timeZone, requestIds = []) => client.call('readCounters', orgId, month, timeZone, [...requestIds]),
+      readUsageAfter: (orgId, snapshot, sinceMs, untilMs, timeZone) => client.call('readUsageAfter', orgId, snapshot, sinceMs, untilMs, timeZone),
+    },
     createDemoTenant: (demoOptions) => client.call('createDemoTenant', demoOptions),
     seedDemoIfEmpty: (demoOptions) => client.call('seedDemoIfEmpty', demoOptions),
     hasOrganizations: () => client.call('hasOrganizations'),

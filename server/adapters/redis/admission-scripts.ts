@@ -2,9 +2,11 @@
  * The admission scripts and one typed wrapper each: the only place that knows their KEYS and ARGV
  * positions (documented in each .lua header).
  */
+import type { LateUsage } from '../../core/admission'
 import type { RedisClient } from './client'
 import { RedisScript } from './redis-script'
 import admitSource from './scripts/admit.lua' with { type: 'text' }
+import applyLateSource from './scripts/apply-late.lua' with { type: 'text' }
 import beginLoadSource from './scripts/begin-load.lua' with { type: 'text' }
 import creditSource from './scripts/credit.lua' with { type: 'text' }
 import finishLoadSource from './scripts/finish-load.lua' with { type: 'text' }
@@ -22,8 +24,9 @@ const snapshotScript = new RedisScript('snapshot', snapshotSource)
 const creditScript = new RedisScript('credit', creditSource)
 const beginLoadScript = new RedisScript('begin-load', beginLoadSource)
 const finishLoadScript = new RedisScript('finish-load', `${holdsSource}\n${finishLoadSource}`)
+const applyLateScript = new RedisScript('apply-late', `${holdsSource}\n${applyLateSource}`)
 
-export const admissionScripts: readonly RedisScript[] = [admitScript, settleScript, releaseExpiredScript, loadCountersScript, snapshotScript, creditScript, beginLoadScript, finishLoadScript]
+export const admissionScripts: readonly RedisScript[] = [admitScript, settleScript, releaseExpiredScript, loadCountersScript, snapshotScript, creditScript, beginLoadScript, finishLoadScript, applyLateScript]
 
 /**
  * The keys of one organization. All carry the hash tag {o:<orgId>}, so every script touches one
@@ -170,6 +173,23 @@ export async function runFinishLoad(client: RedisClient, keys: OrgKeys, p: Finis
   const args = [p.token, String(p.balanceMicros), p.month, String(p.monthTtlMs), String(p.forgetAtMs), String(p.recordedIds.length), ...p.recordedIds, ...spendPairs(p)]
   const reply = await finishLoadScript.run(client, [keys.account, keys.spend(p.month), keys.fence, keys.kept, keys.settled], args)
   return reply === 1
+}
+
+export interface ApplyLateParams {
+  month: string
+  rows: readonly LateUsage[]
+  nowMs: number
+  forgetAtMs: number
+  monthTtlMs: number
+}
+
+/** The rows applied and the micro-EGP debited, or null when the counters are absent. */
+export async function runApplyLate(client: RedisClient, keys: OrgKeys, p: ApplyLateParams): Promise<{ applied: number; debitedMicros: bigint } | null> {
+  const args = [p.month, String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs)]
+  for (const row of p.rows) args.push(row.requestId, String(row.costMicros), row.month, row.keyId, row.projectId)
+  const reply = (await applyLateScript.run(client, [keys.account, keys.spend(p.month), keys.settled], args)) as [number, string] | []
+  if (reply.length === 0) return null
+  return { applied: reply[0], debitedMicros: BigInt(reply[1]) }
 }
 
 export type CreditReply = ['credited', string] | ['not_loaded' | 'overflow']

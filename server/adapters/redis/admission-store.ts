@@ -3,6 +3,7 @@ import {
   checkAdmitRequest,
   checkCounters,
   checkCredit,
+  checkLateUsage,
   checkMonth,
   checkOrgId,
   checkSettlement,
@@ -16,6 +17,8 @@ import {
   type AdmitRequest,
   type AdmitResult,
   type CreditOutcome,
+  type LateApplied,
+  type LateUsage,
   type LoadFence,
   type OrgCounters,
   type OrgSnapshot,
@@ -23,7 +26,7 @@ import {
   type SettleResult,
   type Settlement,
 } from '../../core/admission'
-import { admissionScripts, OrgKeys, runAdmit, runBeginLoad, runCredit, runFinishLoad, runLoadCounters, runReleaseExpired, runSettle, runSnapshot } from './admission-scripts'
+import { admissionScripts, OrgKeys, runAdmit, runApplyLate, runBeginLoad, runCredit, runFinishLoad, runLoadCounters, runReleaseExpired, runSettle, runSnapshot } from './admission-scripts'
 import { redisFailure, withDeadline, type RedisClient } from './client'
 
 export interface RedisAdmissionStoreOptions {
@@ -41,6 +44,8 @@ export interface RedisAdmissionStoreOptions {
 // A month's spend counters outlive the month (requests admitted before midnight settle into it)
 // and then expire on their own; every settle pushes the expiry out again.
 const monthCountersTtlMs = 62 * 24 * 60 * 60_000
+// Late usage rows per script run: about a millisecond of Redis's time.
+const lateRowsPerCall = 500
 
 /**
  * The admission store shared by every gateway on one Redis (or Redis Cluster): each operation is
@@ -175,6 +180,22 @@ export class RedisAdmissionStore implements AdmissionStore {
         forgetAtMs: nowMs + this.settledRetentionMs,
       }),
     )
+  }
+
+  async applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number): Promise<LateApplied | null> {
+    checkLateUsage(orgId, month, rows, nowMs)
+    const keys = this.keys(orgId)
+    const total = { applied: 0, debitedMicros: 0n }
+    // In slices, so that a long list never holds Redis for long.
+    for (let start = 0; start === 0 || start < rows.length; start += lateRowsPerCall) {
+      const slice = rows.slice(start, start + lateRowsPerCall)
+      const forgetAtMs = nowMs + this.settledRetentionMs
+      const result = await this.attempt(() => runApplyLate(this.client, keys, { month, rows: slice, nowMs, forgetAtMs, monthTtlMs: monthCountersTtlMs }))
+      if (!result) return start === 0 ? null : total
+      total.applied += result.applied
+      total.debitedMicros += result.debitedMicros
+    }
+    return total
   }
 
   async credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome> {

@@ -1,4 +1,5 @@
 import { expect, test } from 'bun:test'
+import postgres from 'postgres'
 import { describeEachDatabase } from '../../../support/databases'
 import { usageEvent } from '../../../support/usage-events'
 
@@ -66,4 +67,53 @@ describeEachDatabase('readCounters', (context) => {
 
     expect(counters.recordedIds).toEqual([`req_last_${org}`])
   })
+
+  test('names its snapshot, after which readUsageAfter finds the rows written since a time, with their month in the zone', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant({ balanceMicros: 1_000n })
+    const org = tenant.organizationId
+    const sinceMs = Date.parse('2026-05-31T20:00:00Z')
+    const untilMs = sinceMs + 7_200_000
+    await db.usage.insertUsageEvents([usageEvent({ orgId: org, requestId: `req_before_${org}`, costMicros: 3n, createdAt: new Date(sinceMs + 1_000) })])
+
+    const { snapshot } = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    await db.usage.insertUsageEvents([
+      // Written after the read: found, its month taken in Cairo (00:30 on 1 June there).
+      usageEvent({ orgId: org, requestId: `req_late_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros: 5n, createdAt: new Date('2026-05-31T21:30:00Z') }),
+      // Written after the read but created before `sinceMs` or from `untilMs` on, or another organization's: not asked for.
+      usageEvent({ orgId: org, requestId: `req_older_${org}`, costMicros: 7n, createdAt: new Date(sinceMs - 1) }),
+      usageEvent({ orgId: org, requestId: `req_newer_${org}`, costMicros: 7n, createdAt: new Date(untilMs) }),
+      usageEvent({ orgId: 'org_someone_else', requestId: `req_theirs_${org}`, costMicros: 11n, createdAt: new Date(sinceMs + 1_000) }),
+    ])
+
+    expect(snapshot).toMatch(/^\d+:\d+:/)
+    expect(await db.ledger.readUsageAfter(org, snapshot!, sinceMs, untilMs, 'Africa/Cairo')).toEqual([
+      { requestId: `req_late_${org}`, keyId: 'key_a', projectId: 'proj_a', month: '202606', costMicros: 5n },
+    ])
+  })
+
+  if (context.kind === 'postgres') {
+    test('a row whose transaction was still open during the read is found once it commits', async () => {
+      const { db, databaseUrl } = context.current
+      const tenant = await db.createDemoTenant({ balanceMicros: 1_000n })
+      const org = tenant.organizationId
+      const writer = postgres(databaseUrl!, { max: 1, onnotice: () => {} })
+      try {
+        const committed = writer.begin(async (tx) => {
+          await tx`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at)
+            VALUES (${`req_open_${org}`}, ${org}, 'proj_a', 'key_a', 'm', 'chat.completions', false, 1, 1, 9, 200, 1, NULL, now())`
+          // The read runs while this transaction is open; its row is not in the read's balance.
+          const counters = await db.ledger.readCounters(org, '202605', 'Africa/Cairo')
+          expect(counters.balanceMicros).toBe(1_000n)
+          return counters.snapshot!
+        })
+        const snapshot = await committed
+
+        expect((await db.ledger.readCounters(org, '202605', 'Africa/Cairo')).balanceMicros).toBe(991n)
+        expect((await db.ledger.readUsageAfter(org, snapshot, Date.now() - 60_000, Date.now() + 60_000, 'Africa/Cairo')).map((row) => row.requestId)).toEqual([`req_open_${org}`])
+      } finally {
+        await writer.end()
+      }
+    })
+  }
 })

@@ -8,8 +8,13 @@ import { describeEachDatabase } from '../../../support/databases'
 import { usageEvent } from '../../../support/usage-events'
 
 describeEachDatabase('insertUsageEvents', (context) => {
-  async function rowsOf(orgId: string) {
+  /** The rows as usage events, and the transaction each was written by. */
+  async function rowsWithXid(orgId: string) {
     return context.current.db.drizzle.select().from(usageEvents).where(eq(usageEvents.orgId, orgId)).orderBy(asc(usageEvents.requestId))
+  }
+
+  async function rowsOf(orgId: string) {
+    return (await rowsWithXid(orgId)).map(({ insertedXid: _, ...event }) => event)
   }
 
   function eventsOf(orgId: string, count: number): UsageEvent[] {
@@ -28,6 +33,21 @@ describeEachDatabase('insertUsageEvents', (context) => {
     await context.current.db.usage.insertUsageEvents(events)
 
     expect(await rowsOf(orgId)).toEqual(events)
+  })
+
+  test('each row records the transaction that wrote it, rows of a replayed batch too', async () => {
+    const orgId = `org_${randomBase62(8)}`
+    const events = eventsOf(orgId, 4)
+    const { usage } = context.current.db
+
+    await usage.insertUsageEvents(events.slice(0, 2))
+    await usage.insertUsageEvents(events)
+
+    const xids = (await rowsWithXid(orgId)).map((row) => row.insertedXid)
+    expect(xids.every((xid) => xid !== null && /^\d+$/.test(xid))).toBe(true)
+    expect(xids[0]).toBe(xids[1]!)
+    expect(xids[2]).toBe(xids[3]!)
+    expect(BigInt(xids[2]!)).toBeGreaterThan(BigInt(xids[0]!))
   })
 
   test('replaying a batch, or an overlapping one, inserts no row twice', async () => {

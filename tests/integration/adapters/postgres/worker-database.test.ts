@@ -6,11 +6,18 @@ import { openDatabase, type Database } from '../../../../server/adapters/postgre
 import { apiKeys, organizations, projects, usageEvents } from '../../../../server/adapters/postgres/schema'
 import { databaseWorkerUrl, DatabaseWorkerExitedError, openDatabaseInWorker, type WorkerDatabase } from '../../../../server/adapters/postgres/worker-database'
 import { hashApiKey } from '../../../../server/core/api-keys'
+import type { LedgerCounters } from '../../../../server/core/admission'
 import type { ApiKeyIdentity } from '../../../../server/core/ports'
 import { createMigratedPgliteDir, createTempDir, slowHookTimeoutMs } from '../../../support/databases'
 import { usageEvent } from '../../../support/usage-events'
 
 const beyondDoublePrecision = 9_007_199_254_740_993n
+
+/** Ledger counters without their snapshot's name, which differs between any two reads. */
+function countersOf(counters: LedgerCounters): Omit<LedgerCounters, 'snapshot'> {
+  const { snapshot: _, ...rest } = counters
+  return rest
+}
 
 /** Opens the PGlite of `dataDir` in this thread, runs `work`, and closes it again. */
 async function inThread<T>(dataDir: string, work: (db: Database) => Promise<T>): Promise<T> {
@@ -26,7 +33,7 @@ describe('openDatabaseInWorker: reads', () => {
   let dataDir: { path: string; remove(): void }
   let db: WorkerDatabase
   // Written and read in this thread first; the worker must answer the same.
-  let fixture: { hashHex: string; orgId: string; projectId: string; identity: ApiKeyIdentity | null; counters: unknown }
+  let fixture: { hashHex: string; orgId: string; projectId: string; identity: ApiKeyIdentity | null; counters: LedgerCounters }
 
   beforeAll(async () => {
     dataDir = await createMigratedPgliteDir()
@@ -88,8 +95,8 @@ describe('openDatabaseInWorker: reads', () => {
   test('reads the same ledger counters as in-thread, as bigints in Maps', async () => {
     const counters = await db.ledger.readCounters(fixture.orgId, '202606', 'Asia/Riyadh')
 
-    expect(counters).toEqual(fixture.counters as typeof counters)
-    expect(counters).toEqual({
+    expect(countersOf(counters)).toEqual(countersOf(fixture.counters))
+    expect(countersOf(counters)).toEqual({
       month: '202606',
       balanceMicros: beyondDoublePrecision - 1_000_007n,
       keySpend: new Map([['key_a', 7n], ['key_b', 1_000_000n]]),
@@ -98,6 +105,19 @@ describe('openDatabaseInWorker: reads', () => {
     })
     expect(counters.keySpend).toBeInstanceOf(Map)
     expect(typeof counters.balanceMicros).toBe('bigint')
+  })
+
+  test('finds the usage rows written after a read of the counters', async () => {
+    const tenant = await db.createDemoTenant()
+    const org = tenant.organizationId
+    const { snapshot } = await db.ledger.readCounters(org, '202606', 'Asia/Riyadh')
+    const late = usageEvent({ orgId: org, requestId: `req_late_${org}`, costMicros: 3n, createdAt: new Date('2026-06-30T21:00:00Z') })
+    await db.usage.insertUsageEvents([late])
+
+    // 00:00 on 1 July in Riyadh (UTC+3).
+    expect(await db.ledger.readUsageAfter(org, snapshot!, Date.parse('2026-06-01T00:00:00Z'), Date.parse('2026-08-01T00:00:00Z'), 'Asia/Riyadh')).toEqual([
+      { requestId: late.requestId, keyId: late.keyId, projectId: late.projectId, month: '202607', costMicros: 3n },
+    ])
   })
 
   test('creates demo tenants whose keys authenticate through the worker', async () => {
@@ -127,7 +147,7 @@ describe('openDatabaseInWorker: reads', () => {
     expect(new Set(tenants.map((tenant) => tenant.organizationId)).size).toBe(2)
     expect(known).toEqual(Array.from({ length: 20 }, () => fixture.identity!))
     expect(missing).toEqual(unknown.map(() => null))
-    expect(counters).toEqual(fixture.counters as typeof counters)
+    expect(countersOf(counters)).toEqual(countersOf(fixture.counters))
   })
 
   test('rethrows an error of the worker as its class, with its message', async () => {
@@ -154,7 +174,7 @@ describe('openDatabaseInWorker: writes', () => {
       await db.usage.insertUsageEvents([])
       await db.close()
 
-      const rows = await inThread(dataDir.path, (db) => db.drizzle.select().from(usageEvents).orderBy(asc(usageEvents.requestId)))
+      const rows = (await inThread(dataDir.path, (db) => db.drizzle.select().from(usageEvents).orderBy(asc(usageEvents.requestId)))).map(({ insertedXid: _, ...event }) => event)
 
       expect(rows).toEqual(events)
       expect(rows.map((row) => row.createdAt.getTime())).toEqual(events.map((event) => event.createdAt.getTime()))
