@@ -125,8 +125,8 @@ export class UsageRecorder implements UsageSink {
         this.failures = 0
         this.lastError = null
       }
-      // Let requests in between: an embedded database writes on this thread, and back-to-back
-      // batches would otherwise hold every response until the last one is written.
+      // Let requests in between: encoding a batch runs on this thread (and a database opened
+      // in-thread, as in tests, writes on it), so back-to-back batches would hold responses.
       if (owed > 0 || this.queue.length >= this.batchSize) await new Promise((resolve) => setImmediate(resolve))
     }
   }
