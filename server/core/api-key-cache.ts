@@ -70,7 +70,7 @@ export class ApiKeyCache {
     this.maxEntries = options.maxEntries ?? 100_000
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 5_000
     this.now = options.now ?? Date.now
-    this.log = options.log ?? ((message, error) => console.error(message, error))
+    this.log = options.log ?? ((message, error) => (error === undefined ? console.error(message) : console.error(message, error)))
   }
 
   /** The identity of a key hash, or null when no such key exists. */
@@ -121,7 +121,7 @@ export class ApiKeyCache {
   private fetch(hashHex: string): Promise<ApiKeyIdentity | null> {
     const read = this.startRead(hashHex)
     return answerWithin(read, this.lookupTimeoutMs, 'the database').catch(() => {
-      if (this.inFlight.get(hashHex)?.read === read) this.log(`looking up an API key got no answer within ${this.lookupTimeoutMs} ms`, null)
+      if (this.inFlight.get(hashHex)?.read === read) this.log(`looking up an API key got no answer within ${this.lookupTimeoutMs} ms`, undefined)
       // A key that is not in memory cannot be checked while the store is down: refuse with a
       // retryable 503 rather than a 500 (warm keys keep being served from memory).
       throw new GatewayError('service_unavailable', 'Authentication is temporarily unavailable. Retry in 30 to 60 seconds.')
