@@ -3,7 +3,10 @@ import { listBillingAccounts } from '../adapters/postgres/billing-accounts'
 import { RedisAdmissionStore } from '../adapters/redis/admission-store'
 import { createRedisClient, waitForRedis } from '../adapters/redis/client'
 import { loadConfig } from '../config'
+import type { LedgerCounters } from '../core/admission'
+import { LateUsageFollowUp, type LedgerLoad } from '../core/late-usage'
 import { formatEgp } from '../core/money'
+import type { LateUsageReader } from '../core/ports'
 import { reconcileOrganization, type Reconciliation } from '../core/reconcile'
 import { CliError, UsageError } from './cli-errors'
 import { withDatabase } from './with-database'
@@ -13,6 +16,8 @@ export const reconcileUsage = `Usage: bun server/cli.ts reconcile [--json] [--dr
 Compares the admission counters in Redis (REDIS_URL) with the ledger in the database and repairs
 them: counters Redis lost are rebuilt, a balance or month spend that drifted is replaced (open holds
 are kept), expired holds are released. Prints one line per organization that was not in step.
+After rebuilding counters it waits 5 s, then debits the usage rows gateways wrote since its read
+for requests settled before Redis lost the counters.
   --json      print one JSON object per organization
   --dry-run   report drift without repairing it (expired holds are still released)
 
@@ -39,6 +44,21 @@ function toJson(result: Reconciliation): string {
   })
 }
 
+/**
+ * Counters rebuilt here were read from a ledger that may still lack rows gateways had queued when
+ * Redis lost the counters: one look for them once those queues have gone out (a gateway's own
+ * rebuilds look twice, over 30 s).
+ */
+async function followUpRebuilds(store: RedisAdmissionStore, ledger: LateUsageReader, loads: LedgerLoad[]): Promise<void> {
+  if (loads.length === 0) return
+  console.error(`${loads.length} organizations rebuilt; looking for usage rows still on their way to the ledger in ${lateRowsWaitMs / 1000} s`)
+  await Bun.sleep(lateRowsWaitMs)
+  const followUp = new LateUsageFollowUp(store, ledger, { afterMs: [] })
+  for (const load of loads) await followUp.pass(load)
+}
+
+const lateRowsWaitMs = 5_000
+
 export async function runReconcileCommand(args: string[], env: Record<string, string | undefined>): Promise<void> {
   let values
   try {
@@ -60,9 +80,14 @@ export async function runReconcileCommand(args: string[], env: Record<string, st
         viaGateway: async () => null,
         async direct(database) {
           const found: Reconciliation[] = []
+          const loads: LedgerLoad[] = []
           for (const account of await listBillingAccounts(database.drizzle)) {
-            found.push(await reconcileOrganization(store, database.ledger, account, Date.now(), { repair: !dryRun }))
+            const loaded = (read: LedgerCounters, readAtMs: number) => {
+              if (read.snapshot !== undefined) loads.push({ orgId: account.orgId, month: read.month, timeZone: account.timeZone, snapshot: read.snapshot, readAtMs })
+            }
+            found.push(await reconcileOrganization(store, database.ledger, account, Date.now(), { repair: !dryRun, loaded }))
           }
+          await followUpRebuilds(store, database.ledger, loads)
           return found
         },
       },

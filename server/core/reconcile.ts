@@ -1,4 +1,4 @@
-import { billingMonth, rebuildCounters, type AdmissionStore, type OrgCounters } from './admission'
+import { billingMonth, rebuildCounters, type AdmissionStore, type LoadedFromLedger, type OrgCounters } from './admission'
 import type { LedgerReader } from './ports'
 
 /** An organization whose counters are reconciled, with the zone its months are counted in. */
@@ -35,13 +35,14 @@ function spendDrift(store: ReadonlyMap<string, bigint>, ledger: ReadonlyMap<stri
  * rebuilds counters the store lost, and replaces a balance or month spend that drifted (open holds
  * are kept; a rebuild applies the settlements the store kept meanwhile). A debit settled in the store but not yet written to the ledger reads as drift in the
  * customer's favour until the next pass (I4). Without `repair`, reports what it would change.
+ * `loaded` hears of counters it rebuilt, for their follow-up (late-usage.ts).
  */
 export async function reconcileOrganization(
   store: AdmissionStore,
   ledger: LedgerReader,
   account: BillingAccount,
   nowMs: number,
-  options: { repair?: boolean; loadMissing?: boolean } = {},
+  options: { repair?: boolean; loadMissing?: boolean; loaded?: LoadedFromLedger } = {},
 ): Promise<Reconciliation> {
   const repair = options.repair ?? true
   const { orgId, timeZone } = account
@@ -54,7 +55,7 @@ export async function reconcileOrganization(
   const counters: OrgCounters = await ledger.readCounters(orgId, month, timeZone)
   const snapshot = await store.snapshot(orgId, month)
   if (!snapshot) {
-    if (repair) await rebuildCounters(store, orgId, month, () => nowMs, (_, __, requestIds) => ledger.readCounters(orgId, month, timeZone, requestIds))
+    if (repair) await rebuildCounters(store, orgId, month, () => nowMs, (_, __, requestIds) => ledger.readCounters(orgId, month, timeZone, requestIds), options.loaded)
     return { orgId, month, outcome: 'rebuilt', drift: noDrift, releasedHolds }
   }
   const drift = {
