@@ -2,6 +2,7 @@ import { Catalog } from './core/catalog'
 import { ApiKeyCache } from './core/authenticate'
 import { AddressList } from './core/client-ip'
 import { JoinedChangeBus, LocalChangeBus } from './core/governance/changes'
+import { governanceWithDeadline, withDeadline } from './core/governance/deadline'
 import { followDeployments } from './core/governance/deployments'
 import { followRetirements, setOperatorFlag } from './core/governance/operator'
 import { HealthProbes } from './core/health-probes'
@@ -87,6 +88,7 @@ reconciler?.start()
 const smtp = config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : null
 const mailer = new OutboxMailer(database.governance.accounts, smtp)
 
+const managementDatabaseTimeoutMs = 30_000
 const app = buildApp({
   catalog,
   router,
@@ -100,7 +102,8 @@ const app = buildApp({
   bodyBudgetBytes: config.bodyBudgetBytes,
   reservationMarginMs: config.reservationMarginMs,
   management: {
-    governance: database.governance,
+    // A database that stops answering gets the dashboard a 503 after 30 s, not a wait without end.
+    governance: governanceWithDeadline(database.governance, managementDatabaseTimeoutMs),
     // Login guards hold across instances when they share Redis; otherwise each instance keeps its own.
     loginLimiter: redis ? new RedisLoginLimiter(redis) : new InProcessLoginLimiter(),
     trustedProxies: new AddressList(config.trustedProxies),
@@ -109,7 +112,7 @@ const app = buildApp({
     publicBaseUrl: config.publicBaseUrl,
     catalog,
     admission,
-    ledger: database.ledger,
+    ledger: withDeadline(database.ledger, managementDatabaseTimeoutMs),
   },
 })
 // Bun's own cap answers a bare 413 without a request id; the app enforces the real caps.

@@ -10,6 +10,7 @@ import type { LedgerCounters } from '../../server/core/admission'
 import type { EdgeLimiter } from '../../server/core/edge-limiter'
 import type { Router } from '../../server/core/router'
 import { buildApp } from '../../server/http/app'
+import type { ManagementDeps } from '../../server/http/management'
 import { unavailableManagement } from './management-app'
 
 export const demoCatalogPath = new URL('../../server/demo-catalog.json', import.meta.url).pathname
@@ -93,6 +94,8 @@ export async function testApp(
     /** Ledger reads never answer; admissions give up after `ledgerTimeoutMs`. */
     ledgerHangs?: boolean
     ledgerTimeoutMs?: number
+    /** The management API's deps; stores that fail every call when absent. */
+    management?: ManagementDeps
     edge?: EdgeLimiter
     models?: CatalogModel[]
     providerFor?: (deployment: Deployment) => Provider
@@ -127,7 +130,7 @@ export async function testApp(
     edge: options.edge,
     keys: new ApiKeyCache({ findApiKeyByHash: async (hash) => (hash === hashApiKey(secret) ? identity : null) }),
     bodyBudgetBytes: options.bodyBudgetBytes ?? 256 * 1024 * 1024,
-    management: unavailableManagement(),
+    management: options.management ?? unavailableManagement(),
   })
   const headers = { authorization: `Bearer ${secret}` }
   /** A raw request to the app, authenticated unless headers say otherwise. */
