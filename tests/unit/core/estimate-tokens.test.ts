@@ -14,6 +14,17 @@ describe('token estimator', () => {
     expect(estimateTextTokens('😀😀😀😀')).toBe(1)
   })
 
+  test('counts every range of Arabic script at two characters a token, and the code units around them at four', () => {
+    // The first and last code unit of each Arabic range, and their neighbours outside it.
+    const arabic = [0x0600, 0x06ff, 0x0750, 0x077f, 0x08a0, 0x08ff, 0xfb50, 0xfdff, 0xfe70, 0xfeff]
+    const other = [0x05ff, 0x0700, 0x074f, 0x0780, 0x089f, 0x0900, 0xfb4f, 0xfe00, 0xfe6f, 0xff00, 0xd7ff, 0xe000]
+    for (const code of arabic) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(2)
+    for (const code of other) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(1)
+    // A lone low surrogate counts nothing; a lone high one counts as a character.
+    expect(estimateTextTokens('\udc00'.repeat(8) + 'abcd')).toBe(1)
+    expect(estimateTextTokens('\ud800'.repeat(4) + 'abcd')).toBe(2)
+  })
+
   test('adds a fixed overhead per message, per reply and per media part', () => {
     const tokens = estimatePromptTokens([
       { role: 'system', content: 'abcd' },
