@@ -82,8 +82,8 @@ export async function runReconcileCommand(args: string[], env: Record<string, st
           const found: Reconciliation[] = []
           const loads: LedgerLoad[] = []
           for (const account of await listBillingAccounts(database.drizzle)) {
-            const loaded = (read: LedgerCounters, readAtMs: number) => {
-              if (read.snapshot !== undefined) loads.push({ orgId: account.orgId, month: read.month, timeZone: account.timeZone, snapshot: read.snapshot, readAtMs })
+            const loaded = (read: LedgerCounters, readAtMs: number, loadToken: string) => {
+              if (read.snapshot !== undefined) loads.push({ orgId: account.orgId, month: read.month, timeZone: account.timeZone, snapshot: read.snapshot, readAtMs, loadToken })
             }
             found.push(await reconcileOrganization(store, database.ledger, account, Date.now(), { repair: !dryRun, loaded }))
           }

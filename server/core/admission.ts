@@ -171,7 +171,8 @@ export interface AdmissionStore {
   releaseExpired(orgId: string, nowMs: number): Promise<number>
   /**
    * Sets the balance and `month`'s spends as given (open holds stay) and forgets kept settlements:
-   * the reconciler's repair, and seeding in tests. Returns true.
+   * the reconciler's repair, and seeding in tests. The counters are then no rebuild's (`applyLate`).
+   * Returns true.
    */
   load(orgId: string, counters: OrgCounters): Promise<boolean>
   /**
@@ -198,12 +199,14 @@ export interface AdmissionStore {
    */
   credit(orgId: string, amountMicros: bigint): Promise<CreditOutcome>
   /**
-   * Debits usage rows that a rebuild's ledger read did not hold (`LateUsageReader`), unless their
-   * requests were settled in these counters since; each applied id is remembered as settled, so a
-   * repeat changes nothing. Spends count the rows of `month` only. Null, with nothing written, when
-   * the counters are absent: their rebuild reads the rows from the ledger.
+   * Debits usage rows that the ledger read of the rebuild fenced by `loadToken` (`LoadFence.token`)
+   * did not hold (`LateUsageReader`), unless their requests were settled in these counters since;
+   * each applied id is remembered as settled, so a repeat changes nothing. Spends count the rows of
+   * `month` only. Null, with nothing written, when the counters are not that rebuild's: absent
+   * (their rebuild reads the rows), rebuilt again or replaced by `load` since (whose reads counted
+   * the rows).
    */
-  applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number): Promise<LateApplied | null>
+  applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number, loadToken: string): Promise<LateApplied | null>
 }
 
 export type CreditOutcome = 'credited' | 'not_loaded'
@@ -389,12 +392,12 @@ export async function rebuildCounters(store: AdmissionStore, orgId: string, mont
   const read = await readLedger(orgId, month, fence.keptIds)
   const { recordedIds, ...counters } = read
   const finished = await store.finishLoad(orgId, counters, fence, recordedIds, now())
-  if (finished) loaded?.(read, readAtMs)
+  if (finished) loaded?.(read, readAtMs, fence.token)
   return finished
 }
 
-/** Told when a rebuild loaded counters: what it read, and when the read began. */
-export type LoadedFromLedger = (read: LedgerCounters, readAtMs: number) => void
+/** Told when a rebuild loaded counters: what it read, when the read began, and the rebuild's fence token. */
+export type LoadedFromLedger = (read: LedgerCounters, readAtMs: number, loadToken: string) => void
 
 // Rebuilds an admission may try before it gives up with service_unavailable: each one that loses
 // its fence was interrupted by a credit, which is rare.

@@ -156,17 +156,17 @@ export class InferenceCall {
         }
       },
       now,
-      this.deps.lateUsage && ((read, readAtMs) => this.followLoad(read, readAtMs)),
+      this.deps.lateUsage && ((read, readAtMs, loadToken) => this.followLoad(read, readAtMs, loadToken)),
     )
     if (!result.admitted) throw refusalError(result)
     this.admitted = result
     this.request.rateLimit = { limit: result.limit, remaining: result.remaining }
   }
 
-  private followLoad(read: LedgerCounters, readAtMs: number): void {
+  private followLoad(read: LedgerCounters, readAtMs: number, loadToken: string): void {
     if (read.snapshot === undefined) return
     const { orgId, billingTimeZone } = this.request.identity
-    this.deps.lateUsage?.follow({ orgId, month: read.month, timeZone: billingTimeZone, snapshot: read.snapshot, readAtMs })
+    this.deps.lateUsage?.follow({ orgId, month: read.month, timeZone: billingTimeZone, snapshot: read.snapshot, readAtMs, loadToken })
   }
 
   /** The hold is taken once before routing, so it must outlive a failover through every deployment. */

@@ -11,14 +11,24 @@ export interface LedgerLoad {
   snapshot: string
   /** When the read began, by this gateway's clock. */
   readAtMs: number
+  /** The rebuild's fence token: the counters the rows are late for (`AdmissionStore.applyLate`). */
+  loadToken: string
 }
 
 export interface LateUsageOptions {
   /** When, after a rebuild, the ledger is looked at again: each within the store's settled retention. */
   afterMs?: readonly number[]
-  /** How long before the read a late row may have been created: how long a row may wait to be written. */
+  /**
+   * How long before the read a request whose row comes late may have started (rows are dated by
+   * their request's start): its duration plus how long its row may wait to be written.
+   */
   lookbackMs?: number
-  /** How far after the read another gateway's clock may date a row settled before it. */
+  /**
+   * How far after the read began another gateway's clock may date a request settled before it.
+   * Requests that started later settled in the rebuilt counters (their settlement found the fence
+   * or the loaded counters); 0 trusts the gateways' clocks to agree, as NTP keeps them within
+   * milliseconds.
+   */
   clockSkewMs?: number
   now?: () => number
   log?: (message: string) => void
@@ -34,8 +44,10 @@ const defaultAfterMs = [5_000, 30_000]
  * so the balance would come out too high by them. A few seconds after the rebuild, and again later,
  * the rows written after the read's snapshot are read and the store debits those whose requests it
  * has not settled since (`AdmissionStore.applyLate`); the ids it settled are remembered for its
- * settled retention, which is why every look happens within it. Only rows created around the read
- * are asked for: later rows are of requests settled in the rebuilt counters.
+ * settled retention, which is why every look happens within it. Only rows of requests that started
+ * before the read began are asked for (those in flight across the rebuild among them, which the
+ * store finds settled): later ones settled in the rebuilt counters. The rows are late for that
+ * read only: counters rebuilt again, or repaired, since are left alone.
  */
 export class LateUsageFollowUp {
   private readonly afterMs: readonly number[]
@@ -54,7 +66,7 @@ export class LateUsageFollowUp {
   ) {
     this.afterMs = options.afterMs ?? defaultAfterMs
     this.lookbackMs = options.lookbackMs ?? 60_000
-    this.clockSkewMs = options.clockSkewMs ?? 2_000
+    this.clockSkewMs = options.clockSkewMs ?? 0
     this.now = options.now ?? Date.now
     this.log = options.log ?? ((message) => console.error(message))
     if (Math.max(...this.afterMs) + this.clockSkewMs >= defaultSettledRetentionMs) {
@@ -82,7 +94,7 @@ export class LateUsageFollowUp {
   async pass(load: LedgerLoad): Promise<LateApplied | null> {
     const rows = await this.ledger.readUsageAfter(load.orgId, load.snapshot, load.readAtMs - this.lookbackMs, load.readAtMs + this.clockSkewMs, load.timeZone)
     if (rows.length === 0) return { applied: 0, debitedMicros: 0n }
-    const applied = await this.store.applyLate(load.orgId, load.month, rows, this.now())
+    const applied = await this.store.applyLate(load.orgId, load.month, rows, this.now(), load.loadToken)
     if (applied && applied.applied > 0) {
       this.log(`admission: ${load.orgId}: ${applied.applied} usage rows of requests settled before its counters were rebuilt reached the ledger after the rebuild read it; debited ${applied.debitedMicros} micro-EGP`)
     }

@@ -112,6 +112,11 @@ describe('two gateways on one Redis and one Postgres', () => {
     const scriptNames = new Map(admissionScripts.map((script) => [`evalsha ${script.sha}`, script.name]))
     const tally: Record<string, number> = {}
     for (const command of sent) tally[scriptNames.get(command) ?? command] = (tally[scriptNames.get(command) ?? command] ?? 0) + 1
-    expect(tally).toEqual({ admit: requests, settle: requests })
+    // Not on a request's way: 5 s and 30 s after an organization's counters were rebuilt (its first
+    // request, here in each test), the gateway that rebuilt them asks about the usage rows of the
+    // requests that started before its ledger read, which may have come late (late-usage.ts).
+    const { 'apply-late': followUps = 0, ...onTheWay } = tally
+    expect(onTheWay).toEqual({ admit: requests, settle: requests })
+    expect(followUps).toBeLessThanOrEqual(3)
   }, 60_000)
 })

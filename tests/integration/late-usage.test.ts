@@ -30,7 +30,7 @@ describeEachDatabase('the follow-up of a rebuild after Redis lost the counters',
     const [gatewayA, gatewayB] = redis.stores as [typeof redis.stores[0], typeof redis.stores[0]]
     const loads: LedgerLoad[] = []
     const readLedger = (_: string, month: string, requestIds: readonly string[]) => db.ledger.readCounters(orgId, month, timeZone, requestIds)
-    const noteLoad = (read: LedgerCounters, readAtMs: number) => loads.push({ orgId, month: read.month, timeZone, snapshot: read.snapshot!, readAtMs })
+    const noteLoad = (read: LedgerCounters, readAtMs: number, loadToken: string) => loads.push({ orgId, month: read.month, timeZone, snapshot: read.snapshot!, readAtMs, loadToken })
     const request = (overrides: Partial<AdmitRequest> = {}) => admitRequest({ orgId, nowMs: Date.now(), timeZone, worstCaseMicros: 5_000n, ...overrides })
     const served = async (on: typeof gatewayA, admit: AdmitRequest, costMicros: bigint): Promise<UsageEvent> => {
       const admitted = await admitLoaded(on, admit, readLedger, Date.now, noteLoad)
@@ -54,19 +54,23 @@ describeEachDatabase('the follow-up of a rebuild after Redis lost the counters',
     const drift = async () => (await reconcileOrganization(gatewayA, db.ledger, account, Date.now(), { repair: false, loadMissing: false })).drift
     // The first load is B's, for the organization's first request; the second is A's, after the loss.
     expect(loads).toHaveLength(2)
-    return { orgId, gatewayA, rebuilt: loads[1]!, drift }
+    return { orgId, gatewayA, beforeLoss: loads[0]!, rebuilt: loads[1]!, drift }
   }
 
   test('debits the row that reached the ledger after the read, once, and leaves the counters in step with the ledger', async () => {
-    const { orgId, gatewayA, rebuilt, drift } = await scenario()
+    const { orgId, gatewayA, beforeLoss, rebuilt, drift } = await scenario()
     const followUp = new LateUsageFollowUp(gatewayA, context.current.db.ledger, { afterMs: [], log: () => {} })
 
     const before = await drift()
+    // A look for the load before the loss, run after the rebuild (over the same rows): the rebuilt
+    // counters are not that load's, and are left alone.
+    const stale = await followUp.pass({ ...rebuilt, loadToken: beforeLoss.loadToken })
     const first = await followUp.pass(rebuilt)
     const second = await followUp.pass(rebuilt)
 
     // Without the follow-up the balance is 1,200 too high, and key_a's spend 1,200 too low.
     expect(before.balanceMicros).toBe(1_200n)
+    expect(stale).toBeNull()
     expect(first).toEqual({ applied: 1, debitedMicros: 1_200n })
     expect(second).toEqual({ applied: 0, debitedMicros: 0n })
     expect(await drift()).toEqual({ balanceMicros: 0n, keys: new Map(), projects: new Map() })

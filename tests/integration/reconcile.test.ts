@@ -95,11 +95,11 @@ describe('bun server/cli.ts reconcile', () => {
     const first = spawnBun(['server/cli.ts', 'reconcile', '--json'], childEnv(env))
     const firstErr = first.stderr.getReader()
     // While it waits to look for late rows, a gateway's queued usage row of a request settled
-    // before Redis lost the counters reaches the ledger.
+    // before Redis lost the counters (so dated before the command read the ledger) reaches it.
     expect(await readUntil(firstErr, 'looking for usage rows')).toContain('1 organizations rebuilt')
     const writer = postgres(database.url, { max: 1, onnotice: () => {} })
     await writer`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at)
-      VALUES (${`req_late_${orgId}`}, ${orgId}, 'proj_a', 'key_a', 'm', 'chat.completions', false, 1, 1, 1234, 200, 1, NULL, now() - interval '1 second')`
+      VALUES (${`req_late_${orgId}`}, ${orgId}, 'proj_a', 'key_a', 'm', 'chat.completions', false, 1, 1, 1234, 200, 1, NULL, now() - interval '20 seconds')`
     await writer.end()
     const [firstOut, firstCode] = await Promise.all([new Response(first.stdout).text(), first.exited])
     firstErr.releaseLock()

@@ -212,8 +212,15 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
       const nowMs = midJanuaryMs + 5_000
       const late = (requestId: string, costMicros: bigint, overrides: Partial<LateUsage> = {}): LateUsage => ({ requestId, keyId: 'key_a', projectId: 'proj_a', month: '202501', costMicros, ...overrides })
 
-      test("debits the rows whose requests these counters have not settled, exactly once, with spends of the loaded month only", async () => {
-        const { orgId, request } = await organization(1_000n)
+      /** An organization whose counters a rebuild loaded, and that rebuild's fence token. */
+      async function rebuilt(balanceMicros: bigint, orgId = newOrgId()) {
+        const fence = await store().beginLoad(orgId, nowMs)
+        expect(await store().finishLoad(orgId, orgCounters(balanceMicros), fence!, [], nowMs)).toBe(true)
+        return { orgId, token: fence!.token, request: (overrides: Partial<AdmitRequest> = {}) => admitRequest({ orgId, ...overrides }) }
+      }
+
+      test('debits the rows whose requests these counters have not settled, exactly once, with spends of the loaded month only', async () => {
+        const { orgId, token, request } = await rebuilt(1_000n)
         const settledHere = request()
         await admitted(settledHere)
         await store().settle(settlementOf(settledHere, { month: '202501' }, { costMicros: 100n }))
@@ -224,8 +231,8 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
           late('req_late_d', 0n),
         ]
 
-        const first = await store().applyLate(orgId, '202501', rows, nowMs)
-        const repeat = await gateways()[1].applyLate(orgId, '202501', rows, nowMs)
+        const first = await store().applyLate(orgId, '202501', rows, nowMs, token)
+        const repeat = await gateways()[1].applyLate(orgId, '202501', rows, nowMs, token)
         const lateSettle = await store().settle({ requestId: 'req_late_b', orgId, keyId: 'key_b', projectId: 'proj_a', month: '202501', costMicros: 50n, nowMs })
 
         expect(first).toEqual({ applied: 3, debitedMicros: 55n })
@@ -246,32 +253,49 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         const fence = await store().beginLoad(orgId, nowMs)
         await store().finishLoad(orgId, orgCounters(1_000n), fence!, [], nowMs)
 
-        const applied = await gateways()[1].applyLate(orgId, '202501', [late(kept.requestId, 30n)], nowMs)
+        const applied = await gateways()[1].applyLate(orgId, '202501', [late(kept.requestId, 30n)], nowMs, fence!.token)
 
         expect(applied).toEqual({ applied: 0, debitedMicros: 0n })
         expect((await snapshot(orgId)).balanceMicros).toBe(970n)
       })
 
-      test('applies a thousand rows at once, and answers null without writing for absent counters', async () => {
-        const { orgId } = await organization(1_000_000n)
-        const rows = Array.from({ length: 1_200 }, (_, i) => late(`req_many_${i}`, 3n))
+      test('leaves counters alone that another rebuild loaded, that a repair replaced, or that are absent: null, nothing written', async () => {
+        // The rows are late for an earlier rebuild's read; these counters were rebuilt since (another fence).
+        const earlier = await rebuilt(1_000n)
+        const since = await rebuilt(1_000n)
+        const repaired = await rebuilt(1_000n)
+        await store().load(repaired.orgId, orgCounters(900n))
         const absentOrg = newOrgId()
+        const rows = [late('req_counted_since', 40n)]
 
-        const applied = await store().applyLate(orgId, '202501', rows, nowMs)
-        const absent = await store().applyLate(absentOrg, '202501', rows, nowMs)
+        const answers = await Promise.all([
+          store().applyLate(since.orgId, '202501', rows, nowMs, earlier.token),
+          gateways()[1].applyLate(repaired.orgId, '202501', rows, nowMs, repaired.token),
+          store().applyLate(absentOrg, '202501', rows, nowMs, earlier.token),
+        ])
 
-        expect(applied).toEqual({ applied: 1_200, debitedMicros: 3_600n })
-        expect((await snapshot(orgId)).balanceMicros).toBe(1_000_000n - 3_600n)
-        expect(absent).toBeNull()
+        expect(answers).toEqual([null, null, null])
+        expect((await snapshot(since.orgId)).balanceMicros).toBe(1_000n)
+        expect((await snapshot(repaired.orgId)).balanceMicros).toBe(900n)
         expect(await store().snapshot(absentOrg, '202501')).toBeNull()
       })
 
+      test('applies a thousand rows at once', async () => {
+        const { orgId, token } = await rebuilt(1_000_000n)
+        const rows = Array.from({ length: 1_200 }, (_, i) => late(`req_many_${i}`, 3n))
+
+        const applied = await store().applyLate(orgId, '202501', rows, nowMs, token)
+
+        expect(applied).toEqual({ applied: 1_200, debitedMicros: 3_600n })
+        expect((await snapshot(orgId)).balanceMicros).toBe(1_000_000n - 3_600n)
+      })
+
       test('refuses a row it cannot hold exactly, writing nothing', async () => {
-        const { orgId } = await organization(1_000n)
+        const { orgId, token } = await rebuilt(1_000n)
 
         const refusals = await Promise.all([
-          store().applyLate(orgId, '202501', [late('req_ok', 1n), late('bad id', 1n)], nowMs).catch((error: Error) => error.name),
-          store().applyLate(orgId, '202501', [late('req_big', maxMicros + 1n)], nowMs).catch((error: Error) => error.name),
+          store().applyLate(orgId, '202501', [late('req_ok', 1n), late('bad id', 1n)], nowMs, token).catch((error: Error) => error.name),
+          store().applyLate(orgId, '202501', [late('req_big', maxMicros + 1n)], nowMs, token).catch((error: Error) => error.name),
         ])
 
         expect(refusals).toEqual(['RangeError', 'RangeError'])

@@ -54,6 +54,8 @@ interface OrgState {
   nextExpiryMs: number
   /** Request ids settled within the retention. */
   settled: RecentIds
+  /** The fence token of the rebuild that loaded these counters; null once `load` replaced them. */
+  loadToken: string | null
 }
 
 // Months of settled spend kept per organization: the current one, and the previous ones that
@@ -160,7 +162,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
   async load(orgId: string, counters: OrgCounters): Promise<boolean> {
     checkCounters(orgId, counters)
     this.kept.delete(orgId)
-    this.setCounters(orgId, counters)
+    this.setCounters(orgId, counters).loadToken = null
     return true
   }
 
@@ -180,6 +182,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     if (this.orgs.has(orgId) || current?.token !== fence.token || nowMs >= current.expiresAtMs) return false
     this.fences.delete(orgId)
     const org = this.setCounters(orgId, counters)
+    org.loadToken = fence.token
     const recorded = new Set(recordedIds)
     for (const [requestId, settlement] of this.kept.get(orgId) ?? []) {
       org.settled.remember(requestId, nowMs)
@@ -193,7 +196,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
   private setCounters(orgId: string, counters: OrgCounters): OrgState {
     let org = this.orgs.get(orgId)
     if (!org) {
-      org = { balance: 0n, held: 0n, keyHeld: new Map(), projectHeld: new Map(), keySpend: new Map(), projectSpend: new Map(), windows: new Map(), holds: new Map(), nextExpiryMs: Infinity, settled: new RecentIds(this.settledRetentionMs) }
+      org = { balance: 0n, held: 0n, keyHeld: new Map(), projectHeld: new Map(), keySpend: new Map(), projectSpend: new Map(), windows: new Map(), holds: new Map(), nextExpiryMs: Infinity, settled: new RecentIds(this.settledRetentionMs), loadToken: null }
       this.orgs.set(orgId, org)
     }
     org.balance = counters.balanceMicros
@@ -202,10 +205,10 @@ export class InProcessAdmissionStore implements AdmissionStore {
     return org
   }
 
-  async applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number): Promise<LateApplied | null> {
+  async applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number, loadToken: string): Promise<LateApplied | null> {
     checkLateUsage(orgId, month, rows, nowMs)
     const org = this.orgs.get(orgId)
-    if (!org) return null
+    if (!org || org.loadToken !== loadToken) return null
     const result = { applied: 0, debitedMicros: 0n }
     for (const row of rows) {
       if (!org.settled.remember(row.requestId, nowMs)) continue

@@ -176,6 +176,7 @@ export async function runFinishLoad(client: RedisClient, keys: OrgKeys, p: Finis
 }
 
 export interface ApplyLateParams {
+  loadToken: string
   month: string
   rows: readonly LateUsage[]
   nowMs: number
@@ -183,9 +184,9 @@ export interface ApplyLateParams {
   monthTtlMs: number
 }
 
-/** The rows applied and the micro-EGP debited, or null when the counters are absent. */
+/** The rows applied and the micro-EGP debited, or null when the counters are absent or not the rebuild's. */
 export async function runApplyLate(client: RedisClient, keys: OrgKeys, p: ApplyLateParams): Promise<{ applied: number; debitedMicros: bigint } | null> {
-  const args = [p.month, String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs)]
+  const args = [p.month, String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs), p.loadToken]
   for (const row of p.rows) args.push(row.requestId, String(row.costMicros), row.month, row.keyId, row.projectId)
   const reply = (await applyLateScript.run(client, [keys.account, keys.spend(p.month), keys.settled], args)) as [number, string] | []
   if (reply.length === 0) return null

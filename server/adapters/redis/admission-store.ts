@@ -182,7 +182,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     )
   }
 
-  async applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number): Promise<LateApplied | null> {
+  async applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number, loadToken: string): Promise<LateApplied | null> {
     checkLateUsage(orgId, month, rows, nowMs)
     const keys = this.keys(orgId)
     const total = { applied: 0, debitedMicros: 0n }
@@ -190,7 +190,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     for (let start = 0; start === 0 || start < rows.length; start += lateRowsPerCall) {
       const slice = rows.slice(start, start + lateRowsPerCall)
       const forgetAtMs = nowMs + this.settledRetentionMs
-      const result = await this.attempt(() => runApplyLate(this.client, keys, { month, rows: slice, nowMs, forgetAtMs, monthTtlMs: monthCountersTtlMs }))
+      const result = await this.attempt(() => runApplyLate(this.client, keys, { loadToken, month, rows: slice, nowMs, forgetAtMs, monthTtlMs: monthCountersTtlMs }))
       if (!result) return start === 0 ? null : total
       total.applied += result.applied
       total.debitedMicros += result.debitedMicros

@@ -4,7 +4,15 @@ import type { LateUsage } from '../../../server/core/admission'
 import { LateUsageFollowUp, type LedgerLoad } from '../../../server/core/late-usage'
 import { orgCounters } from '../../support/admission-requests'
 
-const load: LedgerLoad = { orgId: 'org_late', month: '202501', timeZone: 'Africa/Cairo', snapshot: '10:12:', readAtMs: 1_736_935_200_000 }
+const load: LedgerLoad = { orgId: 'org_late', month: '202501', timeZone: 'Africa/Cairo', snapshot: '10:12:', readAtMs: 1_736_935_200_000, loadToken: 'fence_1' }
+
+/** A store whose counters for `load.orgId` a rebuild loaded, and that load with its fence token. */
+async function rebuiltStore(balanceMicros: bigint) {
+  const store = new InProcessAdmissionStore()
+  const fence = await store.beginLoad(load.orgId, load.readAtMs)
+  await store.finishLoad(load.orgId, orgCounters(balanceMicros), fence!, [], load.readAtMs)
+  return { store, load: { ...load, loadToken: fence!.token } }
+}
 
 /** A ledger that answers the given rows and notes what it was asked. */
 function ledgerOf(rows: LateUsage[]) {
@@ -20,13 +28,12 @@ function ledgerOf(rows: LateUsage[]) {
 
 describe('LateUsageFollowUp', () => {
   test('asks for the rows created from the lookback before the read to the clock skew after it, and has the store debit them', async () => {
-    const store = new InProcessAdmissionStore()
-    await store.load(load.orgId, orgCounters(1_000n))
+    const { store, load: rebuilt } = await rebuiltStore(1_000n)
     const ledger = ledgerOf([{ requestId: 'req_late', keyId: 'key_a', projectId: 'proj_a', month: '202501', costMicros: 40n }])
     const logged: string[] = []
     const followUp = new LateUsageFollowUp(store, ledger, { afterMs: [], lookbackMs: 60_000, clockSkewMs: 2_000, now: () => load.readAtMs + 5_000, log: (message) => logged.push(message) })
 
-    const applied = await followUp.pass(load)
+    const applied = await followUp.pass(rebuilt)
 
     expect(ledger.asked).toEqual([{ sinceMs: load.readAtMs - 60_000, untilMs: load.readAtMs + 2_000 }])
     expect(applied).toEqual({ applied: 1, debitedMicros: 40n })
@@ -58,6 +65,6 @@ describe('LateUsageFollowUp', () => {
   })
 
   test('refuses a look later than the settled retention, after which settled requests could be debited again', () => {
-    expect(() => new LateUsageFollowUp(new InProcessAdmissionStore(), ledgerOf([]), { afterMs: [5_000, 59_000] })).toThrow(RangeError)
+    expect(() => new LateUsageFollowUp(new InProcessAdmissionStore(), ledgerOf([]), { afterMs: [5_000, 60_000] })).toThrow(RangeError)
   })
 })

@@ -2,20 +2,23 @@
 -- requests were settled in these counters since (their ids are in the settled set): the costs of
 -- requests settled before the counters were lost, whose rows were still on their way to the
 -- ledger. Each applied id is remembered as settled, so a repeat changes nothing. Spends count only
--- rows of the month of KEYS[2], as kept settlements do in finish-load.lua.
+-- rows of the month of KEYS[2], as kept settlements do in finish-load.lua. The rows are late for
+-- one rebuild's read only: counters rebuilt or replaced since (another fence token in 'load')
+-- counted them already, and are left alone.
 -- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm>   KEYS[3] {o:ID}:done   (as in settle.lua)
 -- ARGV[1] yyyymm of KEYS[2]   ARGV[2] now ms   ARGV[3] ms the applied ids are forgotten
--- ARGV[4] ms the month's spend counters live
--- ARGV[5 ..] five per row: requestId, cost uEGP, yyyymm, keyId, projectId
--- Reply: {} when the counters are absent (their rebuild reads the ledger, rows included), else
+-- ARGV[4] ms the month's spend counters live   ARGV[5] the fence token of the rebuild whose read
+-- the rows are late for
+-- ARGV[6 ..] five per row: requestId, cost uEGP, yyyymm, keyId, projectId
+-- Reply: {} when the counters are absent or not that rebuild's (nothing written), else
 --   {rows applied, uEGP debited}
-if redis.call('HEXISTS', KEYS[1], 'bal') == 0 then
+if redis.call('HGET', KEYS[1], 'load') ~= ARGV[5] then
   return {}
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
 local month = ARGV[1]
 local applied, debited, spent = 0, 0, false
-for i = 5, #ARGV, 5 do
+for i = 6, #ARGV, 5 do
   if redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[i]) == 1 then
     local cost = tonumber(ARGV[i + 1])
     applied = applied + 1

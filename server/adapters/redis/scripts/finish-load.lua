@@ -37,7 +37,8 @@ for i = 1, #kept, 2 do
     end
   end
 end
-redis.call('HSET', KEYS[1], 'bal', int(balance))
+-- 'load' names these counters for apply-late.lua: the rows a follow-up finds are late for this read only.
+redis.call('HSET', KEYS[1], 'bal', int(balance), 'load', ARGV[1])
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 local fields = {}
 for field, amount in pairs(spend) do

@@ -6,8 +6,9 @@
 -- with string.format('%d'), exact for such values (Redis's Lua formats %d as a 64-bit long).
 --
 -- The account hash ({o:ID}:acct) has the fields 'bal' (settled balance), 'held' (sum of open
--- holds) and, per month, 'k|<yyyymm>|<keyId>' and 'p|<yyyymm>|<projectId>' (what is held against
--- that key's or project's cap; deleted at zero). A hold is a field of the reservations hash:
+-- holds), 'load' (the fence token of the rebuild that loaded it, see apply-late.lua) and, per
+-- month, 'k|<yyyymm>|<keyId>' and 'p|<yyyymm>|<projectId>' (what is held against that key's or
+-- project's cap; deleted at zero). A hold is a field of the reservations hash:
 -- requestId -> "amount|yyyymm|keyId|projectId".
 
 local function int(value)
