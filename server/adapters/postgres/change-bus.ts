@@ -1,5 +1,6 @@
 import postgres from 'postgres'
 import { RemoteChangeBus, type RemoteChangeBusOptions } from '../../core/governance/remote-change-bus'
+import { reconnectBackoffS } from './reconnect-backoff'
 
 export interface PostgresChangeBusOptions extends RemoteChangeBusOptions {
   /** Every gateway on one database uses the same channel: a lower-case SQL identifier. */
@@ -49,7 +50,7 @@ export class PostgresChangeBus extends RemoteChangeBus {
       connection,
     })
     // Connects on the first publish: beside Redis it never does.
-    this.publisher = postgres(databaseUrl, { max: 1, connect_timeout: 5, fetch_types: false, onnotice: () => {}, connection })
+    this.publisher = postgres(databaseUrl, { max: 1, connect_timeout: 5, backoff: reconnectBackoffS, fetch_types: false, onnotice: () => {}, connection })
     void this.listen(this.relistenMs)
   }
 

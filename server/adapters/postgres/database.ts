@@ -15,6 +15,7 @@ import type { Drizzle } from './drizzle'
 import { createGovernance } from './governance'
 import { createIdentityRepository } from './identity-repository'
 import { createLedgerReader } from './ledger-repository'
+import { reconnectBackoffS } from './reconnect-backoff'
 import * as schema from './schema'
 import { copyUsageBatch, createUsageRepository, insertUsageRows, usageBatch, type UsageBatch, type UsageWriter } from './usage-repository'
 
@@ -59,6 +60,7 @@ export interface Database extends GatewayDatabase {
 
 const migrationsFolder = join(import.meta.dir, 'migrations')
 const defaultPoolSize = 10
+
 // Serialises migrations of gateways starting together on one Postgres database.
 const migrationLockKey = 7_202_544_016
 
@@ -111,7 +113,7 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
 }
 
 function openPostgres(databaseUrl: string, poolSize = defaultPoolSize): Database {
-  const client = postgres(databaseUrl, { max: poolSize, onnotice: () => {}, connection: { application_name: 'nilegate' } })
+  const client = postgres(databaseUrl, { max: poolSize, backoff: reconnectBackoffS, onnotice: () => {}, connection: { application_name: 'nilegate' } })
   const db = drizzlePostgres({ client, schema })
   return buildDatabase('postgres', db, (events, lastUsed) => insertUsageRows(db, events, lastUsed), {
     migrate: () => migratePostgresExclusively(databaseUrl),
