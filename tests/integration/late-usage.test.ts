@@ -37,11 +37,13 @@ describeEachDatabase('the follow-up of a rebuild after Redis lost the counters',
       if (!admitted.admitted) throw new Error(`not admitted: ${admitted.reason}`)
       const settled = await on.settle({ requestId: admit.requestId, orgId, keyId: admit.keyId, projectId: admit.projectId, month: admitted.month, costMicros, nowMs: Date.now() })
       expect(settled.outcome).toBe('settled')
-      return usageEvent({ orgId, requestId: admit.requestId, keyId: admit.keyId, projectId: admit.projectId, costMicros, createdAt: new Date() })
+      // A usage row is dated by its request's start.
+      return usageEvent({ orgId, requestId: admit.requestId, keyId: admit.keyId, projectId: admit.projectId, costMicros, createdAt: new Date(admit.nowMs) })
     }
 
-    // Gateway B serves a request; its usage row is still queued when Redis loses the counters.
-    const queuedOnB = await served(gatewayB, request(), 1_200n)
+    // Gateway B serves a request that started a second ago; its usage row is still queued when
+    // Redis loses the counters.
+    const queuedOnB = await served(gatewayB, request({ nowMs: Date.now() - 1_000 }), 1_200n)
     const lost = await redis.keys()
     await redis.clients[0]!.unlink(lost.filter((key) => key.includes(`{o:${orgId}}`)))
     // Gateway A's next request rebuilds the counters from a ledger without that row.
