@@ -7,7 +7,8 @@ import { chat, quickModel, request, servedIds, tally, teardown, type Answer } fr
 
 // Billing faults (DESIGN.md section 4), one file each: the database unreachable (here), a gateway
 // killed mid-stream (billing-faults-gateway-kill), Redis restarted under load
-// (billing-faults-redis-restart). Whatever fails, every answer is a 200 or a clean refusal, every
+// (billing-faults-redis-restart), Redis losing its data while another gateway holds usage rows
+// (billing-faults-redis-loss). Whatever fails, every answer is a 200 or a clean refusal, every
 // served request has exactly one usage row, and once the ledger has caught up the admission counters
 // equal credits minus the ledger to the micro-EGP.
 
