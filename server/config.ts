@@ -20,6 +20,8 @@ const Env = t.Object({
   BODY_BUDGET_BYTES: Type.Integer({ minimum: 1, default: 256 * 1024 * 1024 }),
   /** Milliseconds between usage batch flushes. */
   USAGE_FLUSH_MS: Type.Integer({ minimum: 1, default: 200 }),
+  /** Usage events waiting to be written at which new requests are refused with 503, until half are. */
+  USAGE_MAX_PENDING: Type.Integer({ minimum: 1, default: 500_000 }),
   LOG_REQUESTS: t.Boolean({ default: false }),
   /** Mail server for verification mails (smtp://user:pass@host:587, smtps://...:465); printed to the console when unset. */
   SMTP_URL: t.Optional(t.String({ pattern: '^smtps?://' })),
@@ -42,6 +44,7 @@ export interface Config {
   trustedProxies: string[]
   bodyBudgetBytes: number
   usageFlushMs: number
+  usageMaxPending: number
   logRequests: boolean
   smtpUrl: string | null
   mailFrom: string
@@ -69,6 +72,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustedProxies: parsed.TRUSTED_PROXIES.split(',').map((ip) => ip.trim()).filter(Boolean),
     bodyBudgetBytes: parsed.BODY_BUDGET_BYTES,
     usageFlushMs: parsed.USAGE_FLUSH_MS,
+    usageMaxPending: parsed.USAGE_MAX_PENDING,
     logRequests: parsed.LOG_REQUESTS,
     smtpUrl: parsed.SMTP_URL ?? null,
     mailFrom: parsed.MAIL_FROM,

@@ -50,7 +50,7 @@ const lock = embedded ? lockDataDir() : null
 const database: GatewayDatabase = embedded
   ? await openDatabaseInWorker({ dataDir: config.dataDir })
   : await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
-const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs })
+const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs, maxPending: config.usageMaxPending })
 const redis = config.redisUrl ? createRedisClient(config.redisUrl) : null
 async function openAdmissionStore() {
   if (!redis) return new InProcessAdmissionStore()

@@ -121,6 +121,8 @@ export class InferenceCall {
    * caps, in one atomic call (I1); refuses with 429 or 402 otherwise. Settled by `record`.
    */
   async admit(worstCasePromptTokens: number, worstCaseCompletionTokens: number): Promise<void> {
+    // The rows of requests served now could not be written either: refuse rather than grow the backlog.
+    if (this.deps.usage.full) throw new GatewayError('service_unavailable', 'Usage records cannot be written at the moment. Retry in 30 to 60 seconds.')
     const { identity, requestId } = this.request
     const now = this.deps.now ?? Date.now
     const result = await admitLoaded(

@@ -119,4 +119,9 @@ export interface UsageSink {
   record(event: UsageEvent): void
   /** Writes what is queued (a sink that writes at once has nothing to do); rejects when it cannot. */
   flush?(): Promise<void>
+  /**
+   * True while so many events wait to be written that new requests are refused (503): memory stays
+   * bounded while the database is away, and no request is served whose row could then be lost.
+   */
+  readonly full?: boolean
 }

@@ -3,6 +3,8 @@ import type { UsageEvent, UsageRepository, UsageSink } from './ports'
 // A batch costs the embedded database about a millisecond beyond its rows (the transaction, the
 // COPY); at 20,000 requests a second, batches of 500 instead of 5,000 took a tenth of the throughput.
 const defaultBatchSize = 5_000
+// About 200 MB of events: 25 s of 20,000 requests a second, 8 minutes of 1,000.
+const defaultMaxPending = 500_000
 
 export interface UsageRecorderOptions {
   /** Time between flushes of whatever is queued. */
@@ -14,6 +16,8 @@ export interface UsageRecorderOptions {
   maxRetryMs?: number
   /** How long `close()` keeps trying to write what is left. */
   closeTimeoutMs?: number
+  /** Queued events at which the recorder is `full` (new requests are refused) until half are written. */
+  maxPending?: number
   log?: (message: string) => void
 }
 
@@ -37,6 +41,8 @@ export class UsageRecorder implements UsageSink {
   private failures = 0
   private lastError: unknown = null
   private closed = false
+  private readonly maxPending: number
+  private refusing = false
 
   constructor(
     private readonly repository: UsageRepository,
@@ -46,6 +52,7 @@ export class UsageRecorder implements UsageSink {
     this.retryMs = options.retryMs ?? 250
     this.maxRetryMs = options.maxRetryMs ?? 30_000
     this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000
+    this.maxPending = options.maxPending ?? defaultMaxPending
     this.log = options.log ?? ((message) => console.error(message))
     this.ticker = setInterval(() => this.startWriting(), options.flushMs)
     this.ticker.unref()
@@ -56,8 +63,20 @@ export class UsageRecorder implements UsageSink {
     return this.queue.length
   }
 
+  /**
+   * Whether new requests should be refused: from `maxPending` queued events until half of them
+   * are written (the requests still running add theirs meanwhile).
+   */
+  get full(): boolean {
+    return this.refusing
+  }
+
   record(event: UsageEvent): void {
     this.queue.push(event)
+    if (!this.refusing && this.queue.length >= this.maxPending) {
+      this.refusing = true
+      this.log(`usage recorder: ${this.queue.length} usage events wait to be written; refusing new requests with 503 until half are`)
+    }
     // A full batch (or any event after close) is written soon, but never on the caller's stack.
     if ((this.queue.length >= this.batchSize || this.closed) && !this.pendingKick) {
       this.pendingKick = true
@@ -120,6 +139,10 @@ export class UsageRecorder implements UsageSink {
       // Only record() touches the queue besides this loop, and it appends: the batch is still at the front.
       this.queue.splice(0, batch.length)
       owed -= batch.length
+      if (this.refusing && this.queue.length <= this.maxPending / 2) {
+        this.refusing = false
+        this.log(`usage recorder: ${this.queue.length} usage events wait to be written; accepting requests again`)
+      }
       if (this.failures > 0) {
         this.log(`usage recorder: writing usage events again after ${this.failures} failed attempts`)
         this.failures = 0

@@ -139,6 +139,17 @@ describe('admission when the ledger cannot be read', () => {
     expect(provider.calls).toHaveLength(0)
   })
 
+  test('answers 503 service_unavailable while too many usage rows wait to be written', async () => {
+    const { send, provider, usage } = await testApp({ usageFull: true })
+
+    const response = await post(send, chatRequest())
+
+    expect(response.status).toBe(503)
+    expect((await response.json()).error).toMatchObject({ code: 'service_unavailable', message: expect.stringContaining('Usage records cannot be written') })
+    expect(provider.calls).toHaveLength(0)
+    expect(usage).toHaveLength(0)
+  })
+
   test('answers 503 service_unavailable when the ledger does not answer in time', async () => {
     const { send, provider } = await testApp({ ledgerHangs: true, ledgerTimeoutMs: 20 })
 

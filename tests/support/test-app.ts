@@ -91,6 +91,8 @@ export async function testApp(
     balanceMicros?: bigint
     now?: () => number
     ledgerFails?: boolean
+    /** The usage sink says it is full: too many rows wait to be written. */
+    usageFull?: boolean
     /** Ledger reads never answer; admissions give up after `ledgerTimeoutMs`. */
     ledgerHangs?: boolean
     ledgerTimeoutMs?: number
@@ -121,7 +123,7 @@ export async function testApp(
     catalog: new Catalog(models),
     providerFor: options.providerFor ?? (() => provider),
     router: options.router,
-    usage: { record: (event) => usage.push(event) },
+    usage: { record: (event) => usage.push(event), full: options.usageFull ?? false },
     admission,
     ledger,
     ledgerTimeoutMs: options.ledgerTimeoutMs,

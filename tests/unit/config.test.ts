@@ -3,9 +3,9 @@ import { loadConfig } from '../../server/config'
 
 describe('loadConfig', () => {
   test('reads integers from the environment as numbers, so arithmetic on them adds', () => {
-    const config = loadConfig({ PORT: '0', BODY_BUDGET_BYTES: '1024', USAGE_FLUSH_MS: '20', RECONCILE_INTERVAL_S: '5', RESERVATION_MARGIN_MS: '3000' })
+    const config = loadConfig({ PORT: '0', BODY_BUDGET_BYTES: '1024', USAGE_FLUSH_MS: '20', USAGE_MAX_PENDING: '1000', RECONCILE_INTERVAL_S: '5', RESERVATION_MARGIN_MS: '3000' })
 
-    expect(config).toMatchObject({ port: 0, bodyBudgetBytes: 1024, usageFlushMs: 20, reconcileIntervalS: 5, reservationMarginMs: 3000 })
+    expect(config).toMatchObject({ port: 0, bodyBudgetBytes: 1024, usageFlushMs: 20, usageMaxPending: 1000, reconcileIntervalS: 5, reservationMarginMs: 3000 })
   })
 
   test('a hold outlives its request by 60 s unless RESERVATION_MARGIN_MS says otherwise', () => {

@@ -182,3 +182,24 @@ describe('UsageRecorder', () => {
     expect(requestIds(repository.written)).toEqual([late.requestId])
   })
 })
+
+describe('UsageRecorder when events pile up', () => {
+  test('is full from maxPending queued events until half of them are written, and says so once each way', async () => {
+    const repository = new FakeUsageRepository()
+    repository.hold()
+    const { recorder, logged } = recorderFor(repository, { maxPending: 10, batchSize: 4 })
+
+    for (const event of events(9)) recorder.record(event)
+    const belowLimit = recorder.full
+    for (const event of events(3)) recorder.record(event)
+    const atLimit = [recorder.full, recorder.full]
+    repository.release()
+    await waitFor(() => recorder.pending <= 5, { what: 'half of the events written' })
+
+    expect(belowLimit).toBe(false)
+    expect(atLimit).toEqual([true, true])
+    expect(recorder.full).toBe(false)
+    expect(logged.filter((line) => line.includes('refusing new requests'))).toHaveLength(1)
+    expect(logged.filter((line) => line.includes('accepting requests again'))).toHaveLength(1)
+  })
+})
