@@ -90,7 +90,10 @@ export class LateUsageFollowUp {
     }
   }
 
-  /** One look; null when the counters are absent again (their next rebuild reads every row). */
+  /**
+   * One look; null when the counters are no longer this load's: absent again (their next rebuild
+   * reads every row), rebuilt again or repaired since (whose reads counted the rows).
+   */
   async pass(load: LedgerLoad): Promise<LateApplied | null> {
     const rows = await this.ledger.readUsageAfter(load.orgId, load.snapshot, load.readAtMs - this.lookbackMs, load.readAtMs + this.clockSkewMs, load.timeZone)
     if (rows.length === 0) return { applied: 0, debitedMicros: 0n }
