@@ -2,7 +2,7 @@ import { Catalog } from './core/catalog'
 import { ApiKeyCache } from './core/authenticate'
 import { AddressList } from './core/client-ip'
 import { JoinedChangeBus, LocalChangeBus } from './core/governance/changes'
-import { governanceWithDeadline, withDeadline } from './core/governance/deadline'
+import { governanceWithDeadline, storeWithDeadline } from './core/governance/deadline'
 import { followDeployments } from './core/governance/deployments'
 import { followRetirements, setOperatorFlag } from './core/governance/operator'
 import { HealthProbes } from './core/health-probes'
@@ -63,7 +63,7 @@ const admission = await openAdmissionStore()
 const settlements = new Settlements(admission)
 // Counters Redis lost are rebuilt from the ledger; rows other instances were still writing then
 // are debited by a follow-up.
-const lateUsage = redis ? new LateUsageFollowUp(admission, database.ledger) : null
+const lateUsage = redis ? new LateUsageFollowUp(admission, database.ledger) : undefined
 // Revokes, suspensions and other changes reach every instance's caches through Redis when there is
 // one; Postgres announces changes too (its triggers), those made by hand in SQL included. The
 // embedded database has one process, which makes every change.
@@ -97,7 +97,7 @@ const app = buildApp({
   admission,
   settlements,
   ledger: database.ledger,
-  lateUsage: lateUsage ?? undefined,
+  lateUsage,
   keys,
   bodyBudgetBytes: config.bodyBudgetBytes,
   reservationMarginMs: config.reservationMarginMs,
@@ -112,7 +112,7 @@ const app = buildApp({
     publicBaseUrl: config.publicBaseUrl,
     catalog,
     admission,
-    ledger: withDeadline(database.ledger, managementDatabaseTimeoutMs),
+    ledger: storeWithDeadline(database.ledger, managementDatabaseTimeoutMs),
   },
 })
 // Bun's own cap answers a bare 413 without a request id; the app enforces the real caps.

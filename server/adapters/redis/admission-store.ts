@@ -186,7 +186,8 @@ export class RedisAdmissionStore implements AdmissionStore {
     checkLateUsage(orgId, month, rows, nowMs)
     const keys = this.keys(orgId)
     const total = { applied: 0, debitedMicros: 0n }
-    // In slices, so that a long list never holds Redis for long.
+    // In slices, so that a long list never holds Redis for long; at least one call, so that an
+    // empty list still answers null for counters that are not the rebuild's, as in process.
     for (let start = 0; start === 0 || start < rows.length; start += lateRowsPerCall) {
       const slice = rows.slice(start, start + lateRowsPerCall)
       const forgetAtMs = nowMs + this.settledRetentionMs

@@ -11,12 +11,12 @@ import { governanceAreas, type Governance } from './index'
  */
 export function governanceWithDeadline(governance: Governance, timeoutMs: number): Governance {
   const bounded: Partial<Record<keyof Governance, unknown>> = {}
-  for (const area of governanceAreas) bounded[area] = withDeadline(governance[area], timeoutMs)
+  for (const area of governanceAreas) bounded[area] = storeWithDeadline(governance[area], timeoutMs)
   return bounded as Governance
 }
 
 /** `store` with every method that answers a promise bounded by `timeoutMs`. */
-export function withDeadline<T extends object>(store: T, timeoutMs: number): T {
+export function storeWithDeadline<T extends object>(store: T, timeoutMs: number): T {
   return new Proxy(store, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver)

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { GatewayError } from '@nilegate/shared/errors'
 import type { Governance } from '../../../server/core/governance'
-import { governanceWithDeadline, withDeadline } from '../../../server/core/governance/deadline'
+import { governanceWithDeadline, storeWithDeadline } from '../../../server/core/governance/deadline'
 import { governanceAreas } from '../../../server/core/governance/index'
 
 /** A store whose async method answers as told, keeping `this`. */
@@ -18,10 +18,10 @@ class Store {
   }
 }
 
-describe('withDeadline', () => {
+describe('storeWithDeadline', () => {
   test('passes answers, failures, plain values and fields through', async () => {
     const store = new Store()
-    const bounded = withDeadline(store, 50)
+    const bounded = storeWithDeadline(store, 50)
 
     expect(await bounded.find('a')).toBe('store:a')
     store.answer = 'failure'
@@ -34,7 +34,7 @@ describe('withDeadline', () => {
     const store = new Store()
     store.answer = 'never'
 
-    const refused = await withDeadline(store, 20).find('c').catch((error: GatewayError) => error)
+    const refused = await storeWithDeadline(store, 20).find('c').catch((error: GatewayError) => error)
 
     expect(refused).toBeInstanceOf(GatewayError)
     expect((refused as GatewayError).code).toBe('service_unavailable')
