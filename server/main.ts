@@ -6,7 +6,7 @@ import { governanceWithDeadline, storeWithDeadline } from './core/governance/dea
 import { followDeployments } from './core/governance/deployments'
 import { followRetirements, setOperatorFlag } from './core/governance/operator'
 import { HealthProbes } from './core/health-probes'
-import { LateUsageFollowUp } from './core/late-usage'
+import { LateUsageFollowUp, lookbackFor } from './core/late-usage'
 import { InProcessLoginLimiter } from './core/login-limiter'
 import { formatEgp } from './core/money'
 import { PeriodicReconciler } from './core/periodic-reconciler'
@@ -25,14 +25,14 @@ import { RedisLoginLimiter } from './adapters/redis/login-limiter'
 import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
-import { followCatalogFile, readCatalogFile } from './catalog-file'
+import { demoCatalogPath, followCatalogFile, readCatalogFile } from './catalog-file'
 import { loadConfig } from './config'
 import { startControlSocket } from './control-socket'
 import { acquireDataDirLock, DataDirLockedError } from './data-dir-lock'
 import { buildApp } from './http/app'
 
 const config = loadConfig(Bun.env)
-const catalogPath = config.catalogPath ?? new URL('./demo-catalog.json', import.meta.url).pathname
+const catalogPath = config.catalogPath ?? demoCatalogPath
 const catalogFile = await readCatalogFile(catalogPath)
 const catalog = new Catalog(catalogFile.models, catalogFile.settings)
 const embedded = config.databaseUrl === null
@@ -63,7 +63,7 @@ const admission = await openAdmissionStore()
 const settlements = new Settlements(admission)
 // Counters Redis lost are rebuilt from the ledger; rows other instances were still writing then
 // are debited by a follow-up.
-const lateUsage = redis ? new LateUsageFollowUp(admission, database.ledger) : undefined
+const lateUsage = redis ? new LateUsageFollowUp(admission, database.ledger, { lookbackMs: () => lookbackFor(catalog.longestRequestMs) }) : undefined
 // Revokes, suspensions and other changes reach every instance's caches through Redis when there is
 // one; Postgres announces changes too (its triggers), those made by hand in SQL included. The
 // embedded database has one process, which makes every change.

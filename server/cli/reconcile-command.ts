@@ -4,7 +4,9 @@ import { RedisAdmissionStore } from '../adapters/redis/admission-store'
 import { createRedisClient, waitForRedis } from '../adapters/redis/client'
 import { loadConfig } from '../config'
 import type { LedgerCounters } from '../core/admission'
-import { LateUsageFollowUp, type LedgerLoad } from '../core/late-usage'
+import { Catalog } from '../core/catalog'
+import { LateUsageFollowUp, lookbackFor, type LedgerLoad } from '../core/late-usage'
+import { demoCatalogPath, readCatalogFile } from '../catalog-file'
 import { formatEgp } from '../core/money'
 import type { LateUsageReader } from '../core/ports'
 import { reconcileOrganization, type Reconciliation } from '../core/reconcile'
@@ -49,11 +51,11 @@ function toJson(result: Reconciliation): string {
  * Redis lost the counters: one look for them once those queues have gone out (a gateway's own
  * rebuilds look twice, over 30 s).
  */
-async function followUpRebuilds(store: RedisAdmissionStore, ledger: LateUsageReader, loads: LedgerLoad[]): Promise<void> {
+async function followUpRebuilds(store: RedisAdmissionStore, ledger: LateUsageReader, loads: LedgerLoad[], longestRequestMs: () => Promise<number>): Promise<void> {
   if (loads.length === 0) return
   console.error(`${loads.length} organizations rebuilt; looking for usage rows still on their way to the ledger in ${lateRowsWaitMs / 1000} s`)
-  await Bun.sleep(lateRowsWaitMs)
-  const followUp = new LateUsageFollowUp(store, ledger, { afterMs: [] })
+  const [longest] = await Promise.all([longestRequestMs(), Bun.sleep(lateRowsWaitMs)])
+  const followUp = new LateUsageFollowUp(store, ledger, { afterMs: [], lookbackMs: lookbackFor(longest) })
   for (const load of loads) await followUp.pass(load)
 }
 
@@ -87,7 +89,14 @@ export async function runReconcileCommand(args: string[], env: Record<string, st
             }
             found.push(await reconcileOrganization(store, database.ledger, account, Date.now(), { repair: !dryRun, loaded }))
           }
-          await followUpRebuilds(store, database.ledger, loads)
+          // The catalog the gateways serve (the file and the operators' stored deployments) says how
+          // long their requests may have run.
+          const longestRequestMs = async () => {
+            const catalog = new Catalog((await readCatalogFile(config.catalogPath ?? demoCatalogPath)).models)
+            catalog.applyDeployments(await database.governance.deployments.listDeployments())
+            return catalog.longestRequestMs
+          }
+          await followUpRebuilds(store, database.ledger, loads, longestRequestMs)
           return found
         },
       },

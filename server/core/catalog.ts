@@ -29,6 +29,16 @@ export interface Deployment {
 /** The deadlines of a deployment that names none. */
 export const defaultTimeouts: Deployment['timeouts'] = { connectMs: 5_000, firstTokenMs: 60_000, idleMs: 60_000, totalMs: 600_000 }
 
+/**
+ * How long a request to `model` may run at most: every deployment tried in turn (a failover), each
+ * to its total deadline.
+ */
+export function longestRequestMs(model: Pick<CatalogModel, 'deployments'>): number {
+  let total = 0
+  for (const deployment of model.deployments) total += deployment.timeouts.totalMs
+  return total
+}
+
 /** Settings of the catalog file that hold for every deployment. */
 export interface RoutingSettings {
   /** The circuit of deployments that set none of their own, stored deployments included. */
@@ -162,6 +172,13 @@ export class Catalog {
   get models(): CatalogModel[] {
     const nowMs = Date.now()
     return Array.from(this.entries.values(), (entry) => viewAt(entry, nowMs))
+  }
+
+  /** The longest any request to a model of the catalog, retired ones included, may run (`longestRequestMs`). */
+  get longestRequestMs(): number {
+    let longest = 0
+    for (const entry of this.entries.values()) longest = Math.max(longest, longestRequestMs(entry.current))
+    return longest
   }
 
   find(id: string): CatalogModel | undefined {

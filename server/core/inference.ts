@@ -1,5 +1,5 @@
 import { GatewayError } from '@nilegate/shared/errors'
-import type { Catalog, CatalogModel, Deployment } from './catalog'
+import { longestRequestMs, type Catalog, type CatalogModel, type Deployment } from './catalog'
 import { costMicros } from './money'
 import { admitLoaded, refusalError, type AdmissionStore, type Admitted, type LedgerCounters } from './admission'
 import { answerWithin } from './answer-within'
@@ -137,7 +137,8 @@ export class InferenceCall {
         keyCapMicros: identity.keyMonthlyCapMicros,
         projectCapMicros: identity.projectMonthlyCapMicros,
         nowMs: now(),
-        reservationTtlMs: this.worstCaseTotalMs() + (this.deps.reservationMarginMs ?? defaultReservationMarginMs),
+        // The hold is taken once before routing, so it must outlive a failover through every deployment.
+        reservationTtlMs: longestRequestMs(this.model) + (this.deps.reservationMarginMs ?? defaultReservationMarginMs),
         timeZone: identity.billingTimeZone,
       },
       async (orgId, month, requestIds) => {
@@ -169,13 +170,6 @@ export class InferenceCall {
     if (read.snapshot === undefined) return
     const { orgId, billingTimeZone } = this.request.identity
     this.deps.lateUsage?.follow({ orgId, month: read.month, timeZone: billingTimeZone, snapshot: read.snapshot, readAtMs, loadToken })
-  }
-
-  /** The hold is taken once before routing, so it must outlive a failover through every deployment. */
-  private worstCaseTotalMs(): number {
-    let total = 0
-    for (const deployment of this.model.deployments) total += deployment.timeouts.totalMs
-    return total
   }
 
   get clientGone(): boolean {

@@ -1,4 +1,5 @@
 import { defaultSettledRetentionMs, type AdmissionStore, type LateApplied } from './admission'
+import { defaultTimeouts } from './catalog'
 import type { LateUsageReader } from './ports'
 
 /** Counters an organization's rebuild loaded from one ledger read. */
@@ -20,9 +21,11 @@ export interface LateUsageOptions {
   afterMs?: readonly number[]
   /**
    * How long before the read a request whose row comes late may have started (rows are dated by
-   * their request's start): its duration plus how long its row may wait to be written.
+   * their request's start): its duration plus how long its row may wait to be written. A function
+   * is asked at each look (a catalog whose deadlines change). `lookbackFor` of the default total
+   * deadline when absent.
    */
-  lookbackMs?: number
+  lookbackMs?: number | (() => number)
   /**
    * How far after the read began another gateway's clock may date a request settled before it.
    * Requests that started later settled in the rebuilt counters (their settlement found the fence
@@ -35,6 +38,17 @@ export interface LateUsageOptions {
 }
 
 const defaultAfterMs = [5_000, 30_000]
+
+/** How long a usage row may wait in a gateway's queue after its request ended (batches go out every 200 ms). */
+export const lateRowWaitMs = 60_000
+
+/**
+ * The lookback for requests that run up to `longestRequestMs` (`Catalog.longestRequestMs`): a
+ * stream of many minutes that ended just before Redis lost the counters is dated by its start.
+ */
+export function lookbackFor(longestRequestMs: number): number {
+  return longestRequestMs + lateRowWaitMs
+}
 
 /**
  * Closes the gap a shared store's rebuild leaves. When Redis loses an organization's counters, the
@@ -51,7 +65,7 @@ const defaultAfterMs = [5_000, 30_000]
  */
 export class LateUsageFollowUp {
   private readonly afterMs: readonly number[]
-  private readonly lookbackMs: number
+  private readonly lookbackMs: () => number
   private readonly clockSkewMs: number
   private readonly now: () => number
   private readonly log: (message: string) => void
@@ -65,7 +79,8 @@ export class LateUsageFollowUp {
     options: LateUsageOptions = {},
   ) {
     this.afterMs = options.afterMs ?? defaultAfterMs
-    this.lookbackMs = options.lookbackMs ?? 60_000
+    const lookbackMs = options.lookbackMs ?? lookbackFor(defaultTimeouts.totalMs)
+    this.lookbackMs = typeof lookbackMs === 'function' ? lookbackMs : () => lookbackMs
     this.clockSkewMs = options.clockSkewMs ?? 0
     this.now = options.now ?? Date.now
     this.log = options.log ?? ((message) => console.error(message))
@@ -95,7 +110,7 @@ export class LateUsageFollowUp {
    * reads every row), rebuilt again or repaired since (whose reads counted the rows).
    */
   async pass(load: LedgerLoad): Promise<LateApplied | null> {
-    const rows = await this.ledger.readUsageAfter(load.orgId, load.snapshot, load.readAtMs - this.lookbackMs, load.readAtMs + this.clockSkewMs, load.timeZone)
+    const rows = await this.ledger.readUsageAfter(load.orgId, load.snapshot, load.readAtMs - this.lookbackMs(), load.readAtMs + this.clockSkewMs, load.timeZone)
     if (rows.length === 0) return { applied: 0, debitedMicros: 0n }
     const applied = await this.store.applyLate(load.orgId, load.month, rows, this.now(), load.loadToken)
     if (applied && applied.applied > 0) {

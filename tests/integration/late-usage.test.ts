@@ -23,7 +23,8 @@ describeEachDatabase('the follow-up of a rebuild after Redis lost the counters',
     await redis?.close()
   })
 
-  async function scenario() {
+  /** `startedAgoMs`: how long before the loss B's queued request started (a long stream ends just before it). */
+  async function scenario(startedAgoMs = 1_000) {
     const { db } = context.current
     const tenant = await db.createDemoTenant({ balanceMicros: 1_000_000n })
     const orgId = tenant.organizationId
@@ -41,9 +42,9 @@ describeEachDatabase('the follow-up of a rebuild after Redis lost the counters',
       return usageEvent({ orgId, requestId: admit.requestId, keyId: admit.keyId, projectId: admit.projectId, costMicros, createdAt: new Date(admit.nowMs) })
     }
 
-    // Gateway B serves a request that started a second ago; its usage row is still queued when
-    // Redis loses the counters.
-    const queuedOnB = await served(gatewayB, request({ nowMs: Date.now() - 1_000 }), 1_200n)
+    // Gateway B serves a request that started `startedAgoMs` ago; its usage row is still queued
+    // when Redis loses the counters.
+    const queuedOnB = await served(gatewayB, request({ nowMs: Date.now() - startedAgoMs, reservationTtlMs: startedAgoMs + 60_000 }), 1_200n)
     const lost = await redis.keys()
     await redis.clients[0]!.unlink(lost.filter((key) => key.includes(`{o:${orgId}}`)))
     // Gateway A's next request rebuilds the counters from a ledger without that row.
@@ -78,6 +79,19 @@ describeEachDatabase('the follow-up of a rebuild after Redis lost the counters',
     expect(await drift()).toEqual({ balanceMicros: 0n, keys: new Map(), projects: new Map() })
     const snapshot = await gatewayA.snapshot(orgId, billingMonth(Date.now(), timeZone))
     expect(snapshot!.balanceMicros).toBe(1_000_000n - 1_200n - 700n - 300n)
+  })
+
+  test("finds the row of a stream that ran for minutes, dated by its start, within the default total deadline's lookback", async () => {
+    const { rebuilt, gatewayA, drift } = await scenario(5 * 60_000)
+    const ledger = context.current.db.ledger
+
+    // Looking back a minute, as if requests were short, misses it.
+    const tooShort = await new LateUsageFollowUp(gatewayA, ledger, { afterMs: [], lookbackMs: 60_000, log: () => {} }).pass(rebuilt)
+    const found = await new LateUsageFollowUp(gatewayA, ledger, { afterMs: [], log: () => {} }).pass(rebuilt)
+
+    expect(tooShort).toEqual({ applied: 0, debitedMicros: 0n })
+    expect(found).toEqual({ applied: 1, debitedMicros: 1_200n })
+    expect(await drift()).toEqual({ balanceMicros: 0n, keys: new Map(), projects: new Map() })
   })
 
   test('follow() looks again on its own after each delay', async () => {

@@ -4,7 +4,7 @@ import { hashApiKey } from '../../server/core/api-keys'
 import { ApiKeyCache } from '../../server/core/authenticate'
 import { Catalog, type CatalogModel, type Deployment } from '../../server/core/catalog'
 import type { ApiKeyIdentity, EmbeddingInput, EmbeddingResult, Provider, ProviderCall, UsageEvent } from '../../server/core/ports'
-import { loadCatalogFile } from '../../server/catalog-file'
+import { demoCatalogPath, loadCatalogFile } from '../../server/catalog-file'
 import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
 import type { LedgerCounters } from '../../server/core/admission'
 import type { EdgeLimiter } from '../../server/core/edge-limiter'
@@ -13,7 +13,7 @@ import { buildApp } from '../../server/http/app'
 import type { ManagementDeps } from '../../server/http/management'
 import { unavailableManagement } from './management-app'
 
-export const demoCatalogPath = new URL('../../server/demo-catalog.json', import.meta.url).pathname
+export { demoCatalogPath }
 export const chatModel = 'nile/qwen2.5-7b-instruct'
 export const embeddingsModel = 'nile/bge-m3'
 export const retiredModel = 'nile/llama-2-13b-chat'

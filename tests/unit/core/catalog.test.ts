@@ -52,4 +52,18 @@ describe('Catalog deployments', () => {
     expect(catalog.find('nile/a')!.retiresOn).toBe('2999-01-01')
     expect([held.deployments.map(({ id }) => id), heldDeployments]).toEqual([['nile/a#0', 'dep_1'], ['nile/a#0', 'dep_1']])
   })
+
+  test('the longest request a catalog allows: every deployment of a model tried to its total deadline, stored ones included', () => {
+    const { models, settings } = file(
+      fileModel('nile/a', { deployments: [{ provider: 'simulator', timeouts_ms: { total: 120_000 } }, { provider: 'simulator', timeouts_ms: { total: 30_000 } }] }),
+      fileModel('nile/b', { deployments: [{ provider: 'simulator', timeouts_ms: { total: 90_000 } }] }),
+    )
+    const catalog = new Catalog(models, settings)
+    const before = catalog.longestRequestMs
+
+    catalog.applyDeployments([stored('dep_1', 'nile/b')])
+
+    expect(before).toBe(150_000)
+    expect(catalog.longestRequestMs).toBe(90_000 + defaultTimeouts.totalMs)
+  })
 })

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { InProcessAdmissionStore } from '../../../server/adapters/in-process/admission-store'
 import type { LateUsage } from '../../../server/core/admission'
-import { LateUsageFollowUp, type LedgerLoad } from '../../../server/core/late-usage'
+import { defaultTimeouts } from '../../../server/core/catalog'
+import { LateUsageFollowUp, lateRowWaitMs, lookbackFor, type LedgerLoad } from '../../../server/core/late-usage'
 import { orgCounters } from '../../support/admission-requests'
 
 const load: LedgerLoad = { orgId: 'org_late', month: '202501', timeZone: 'Africa/Cairo', snapshot: '10:12:', readAtMs: 1_736_935_200_000, loadToken: 'fence_1' }
@@ -39,6 +40,20 @@ describe('LateUsageFollowUp', () => {
     expect(applied).toEqual({ applied: 1, debitedMicros: 40n })
     expect((await store.snapshot(load.orgId, '202501'))!.balanceMicros).toBe(960n)
     expect(logged).toEqual(['admission: org_late: 1 usage rows of requests settled before its counters were rebuilt reached the ledger after the rebuild read it; debited 40 micro-EGP'])
+  })
+
+  test('looks back as far as the longest request plus the wait of its row: the default total deadline when not told, or what a function answers at each look', async () => {
+    const ledger = ledgerOf([])
+    let longestMs = 120_000
+    const byDefault = new LateUsageFollowUp(new InProcessAdmissionStore(), ledger, { afterMs: [] })
+    const following = new LateUsageFollowUp(new InProcessAdmissionStore(), ledger, { afterMs: [], lookbackMs: () => lookbackFor(longestMs) })
+
+    await byDefault.pass(load)
+    await following.pass(load)
+    longestMs = 1_800_000
+    await following.pass(load)
+
+    expect(ledger.asked.map(({ sinceMs }) => load.readAtMs - sinceMs)).toEqual([defaultTimeouts.totalMs + lateRowWaitMs, 120_000 + lateRowWaitMs, 1_800_000 + lateRowWaitMs])
   })
 
   test('does not call the store when no row came late, and logs nothing', async () => {
