@@ -100,11 +100,13 @@ describe('Redis restarted under load', () => {
     const cutAt = performance.now()
     // What a restart without persistence loses: the data and the loaded scripts (NOSCRIPT next time).
     await flushBillingRedis({ scripts: true })
-    // Redis comes back as soon as the gateway has refused one request, while requests admitted
-    // before the cut are still running: they settle around the rebuild (kept while the counters
-    // are absent, made to wait while the ledger is read, or applied after the load), each once.
+    // Redis comes back as soon as the gateway has refused a request of each organization, while
+    // requests admitted before the cut are still running: they settle around the rebuild (kept
+    // while the counters are absent, made to wait while the ledger is read, or applied after the
+    // load), each once.
     const inFlightAtCut = () => ample.waitingSince(cutAt) || tight.waitingSince(cutAt)
-    await waitFor(() => [...ample.answers, ...tight.answers].some((answer) => answer.status === 503 && answer.sentAtMs >= cutAt), { what: 'a 503 while Redis is away' })
+    const refusedSinceCut = (answers: Answer[]) => answers.some((answer) => answer.status === 503 && answer.sentAtMs >= cutAt)
+    await waitFor(() => refusedSinceCut(ample.answers) && refusedSinceCut(tight.answers), { what: 'a 503 for each organization while Redis is away' })
     const outlivedOutage = inFlightAtCut()
     proxy.refusing = false
     const backAt = performance.now()

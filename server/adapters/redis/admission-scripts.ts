@@ -106,26 +106,21 @@ export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParam
 }
 
 export interface SettleParams {
-  requestId: string
-  keyId: string
-  projectId: string
+  /** The month every settlement was admitted in. */
   month: string
-  costMicros: bigint
-  nowMs: number
-  forgetAtMs: number
+  settlements: ReadonlyArray<{ requestId: string; keyId: string; projectId: string; costMicros: bigint; nowMs: number; forgetAtMs: number }>
   monthTtlMs: number
   keptTtlMs: number
 }
 
 export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already_settled' | 'pending' | 'loading']
 
-export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply> {
-  const reply = await settleScript.run(
-    client,
-    [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled, keys.fence, keys.kept],
-    [p.requestId, p.keyId, p.projectId, p.month, String(p.costMicros), String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs), String(p.keptTtlMs)],
-  )
-  return reply as SettleReply
+/** Settles requests of one organization and month in one script run; one reply each, in order. */
+export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply[]> {
+  const args = [p.month, String(p.monthTtlMs), String(p.keptTtlMs)]
+  for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.forgetAtMs))
+  const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled, keys.fence, keys.kept], args)
+  return reply as SettleReply[]
 }
 
 /** Releases up to `limit` expired holds; returns how many it released. */

@@ -26,7 +26,7 @@ import {
   type SettleResult,
   type Settlement,
 } from '../../core/admission'
-import { admissionScripts, OrgKeys, runAdmit, runApplyLate, runBeginLoad, runCredit, runFinishLoad, runLoadCounters, runReleaseExpired, runSettle, runSnapshot } from './admission-scripts'
+import { admissionScripts, OrgKeys, runAdmit, runApplyLate, runBeginLoad, runCredit, runFinishLoad, runLoadCounters, runReleaseExpired, runSettle, runSnapshot, type SettleReply } from './admission-scripts'
 import { redisFailure, withDeadline, type RedisClient } from './client'
 
 export interface RedisAdmissionStoreOptions {
@@ -46,6 +46,15 @@ export interface RedisAdmissionStoreOptions {
 const monthCountersTtlMs = 62 * 24 * 60 * 60_000
 // Late usage rows per script run: about a millisecond of Redis's time.
 const lateRowsPerCall = 500
+// Settlements per script run: a few hundred microseconds of Redis's time.
+const settlementsPerCall = 200
+
+/** A settlement waiting for its script run, and how to answer its caller. */
+interface QueuedSettlement {
+  settlement: Settlement
+  resolve: (reply: SettleReply) => void
+  reject: (error: unknown) => void
+}
 
 /**
  * The admission store shared by every gateway on one Redis (or Redis Cluster): each operation is
@@ -63,6 +72,9 @@ export class RedisAdmissionStore implements AdmissionStore {
   private readonly releaseBatch: number
   private readonly commandTimeoutMs: number
   private readonly loadFenceMs: number
+  /** Settlements of this turn of the event loop, by organization and month (one script run each). */
+  private queuedSettlements = new Map<string, QueuedSettlement[]>()
+  private settleTurn: ReturnType<typeof setImmediate> | null = null
 
   constructor(
     private readonly client: RedisClient,
@@ -121,21 +133,20 @@ export class RedisAdmissionStore implements AdmissionStore {
     }
   }
 
+  /**
+   * Settlements are gathered until the end of the event loop's turn and sent one script run per
+   * organization and month: a script run costs Redis about 6 us and the client about 10 us before
+   * any work, a settlement within one about a tenth of that. Each is settled as if alone.
+   */
   async settle(settlement: Settlement): Promise<SettleResult> {
     checkSettlement(settlement)
-    const reply = await this.attempt(() =>
-      runSettle(this.client, this.keys(settlement.orgId), {
-        requestId: settlement.requestId,
-        keyId: settlement.keyId,
-        projectId: settlement.projectId,
-        month: settlement.month,
-        costMicros: settlement.costMicros,
-        nowMs: settlement.nowMs,
-        forgetAtMs: settlement.nowMs + this.settledRetentionMs,
-        monthTtlMs: monthCountersTtlMs,
-        keptTtlMs: keptSettlementTtlMs,
-      }),
-    )
+    const reply = await new Promise<SettleReply>((resolve, reject) => {
+      const group = `${settlement.orgId}|${settlement.month}`
+      let queued = this.queuedSettlements.get(group)
+      if (!queued) this.queuedSettlements.set(group, (queued = []))
+      queued.push({ settlement, resolve, reject })
+      this.settleTurn ??= setImmediate(() => this.sendSettlements())
+    })
     switch (reply[0]) {
       case 'settled':
         return { outcome: 'settled', debitedMicros: settlement.costMicros, releasedMicros: BigInt(reply[1]) }
@@ -143,6 +154,30 @@ export class RedisAdmissionStore implements AdmissionStore {
         return { outcome: 'settled_unreserved', debitedMicros: settlement.costMicros, releasedMicros: 0n }
       default:
         return { outcome: reply[0], debitedMicros: 0n, releasedMicros: 0n }
+    }
+  }
+
+  private sendSettlements(): void {
+    this.settleTurn = null
+    const groups = this.queuedSettlements
+    this.queuedSettlements = new Map()
+    for (const queued of groups.values()) {
+      for (let start = 0; start < queued.length; start += settlementsPerCall) void this.runSettlements(queued.slice(start, start + settlementsPerCall))
+    }
+  }
+
+  private async runSettlements(queued: QueuedSettlement[]): Promise<void> {
+    const { orgId, month } = queued[0]!.settlement
+    const settlements = queued.map(({ settlement }) => ({ ...settlement, forgetAtMs: settlement.nowMs + this.settledRetentionMs }))
+    try {
+      const replies = await this.attempt(async () => {
+        const replies = await runSettle(this.client, this.keys(orgId), { month, settlements, monthTtlMs: monthCountersTtlMs, keptTtlMs: keptSettlementTtlMs })
+        if (replies.length !== queued.length) throw new Error(`settle.lua answered ${replies.length} replies for ${queued.length} settlements`)
+        return replies
+      })
+      queued.forEach(({ resolve }, index) => resolve(replies[index]!))
+    } catch (error) {
+      for (const { reject } of queued) reject(error)
     }
   }
 

@@ -54,6 +54,49 @@ describe('RedisAdmissionStore on a live Redis', () => {
     expect(keys.map((key) => key.slice(tag.length)).sort()).toEqual(['acct', 'done', 'k:key_a:win', 'k:key_b:win', 'res', 'rx', 'spend:202501'])
   })
 
+  test('settles the requests of one turn of the event loop in one script run per organization, each as if alone', async () => {
+    const own = await openRedisStores(1)
+    try {
+      const [store, client] = [own.stores[0]!, own.clients[0]!]
+      const [orgA, orgB] = [newOrgId(), newOrgId()]
+      await store.load(orgA, orgCounters(10_000n))
+      await store.load(orgB, orgCounters(10_000n))
+      const first = admitRequest({ orgId: orgA })
+      const second = admitRequest({ orgId: orgA, keyId: 'key_b' })
+      const other = admitRequest({ orgId: orgB })
+      const admitted = await Promise.all([first, second, other].map((request) => store.admit(request) as Promise<{ month: string }>))
+      const sent: string[][] = []
+      const send = client.sendCommand.bind(client)
+      client.sendCommand = ((command: string[], ...rest: unknown[]) => {
+        sent.push(command)
+        return (send as (...args: unknown[]) => unknown)(command, ...rest)
+      }) as typeof client.sendCommand
+
+      const results = await Promise.all([
+        store.settle(settlementOf(first, admitted[0]!, { costMicros: 600n })),
+        // The same request again in the same run: settled once.
+        store.settle(settlementOf(first, admitted[0]!, { costMicros: 600n })),
+        store.settle(settlementOf(second, admitted[1]!, { costMicros: 300n })),
+        store.settle(settlementOf(other, admitted[2]!, { costMicros: 200n })),
+        // Never admitted here (its hold is gone): debited without a release.
+        store.settle(settlementOf(admitRequest({ orgId: orgA }), admitted[0]!, { costMicros: 50n })),
+      ])
+
+      expect(sent.filter((command) => command[0] === 'EVALSHA')).toHaveLength(2)
+      expect(results.map(({ outcome, debitedMicros, releasedMicros }) => [outcome, debitedMicros, releasedMicros])).toEqual([
+        ['settled', 600n, 1_000n],
+        ['already_settled', 0n, 0n],
+        ['settled', 300n, 1_000n],
+        ['settled', 200n, 1_000n],
+        ['settled_unreserved', 50n, 0n],
+      ])
+      const [a, b] = [(await store.snapshot(orgA, '202501'))!, (await store.snapshot(orgB, '202501'))!]
+      expect([a.balanceMicros, a.heldMicros, a.keySpend, b.balanceMicros, b.heldMicros]).toEqual([10_000n - 950n, 0n, new Map([['key_a', 650n], ['key_b', 300n]]), 9_800n, 0n])
+    } finally {
+      await own.close()
+    }
+  })
+
   test('loads its scripts again after SCRIPT FLUSH (NOSCRIPT), for many calls at once', async () => {
     const orgId = newOrgId()
     await redis.stores[0]!.load(orgId, orgCounters(1_000_000n))
