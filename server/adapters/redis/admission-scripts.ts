@@ -63,18 +63,21 @@ export class OrgKeys {
 }
 
 export interface AdmitParams {
-  requestId: string
-  keyId: string
-  projectId: string
+  /** The month of every request. */
   month: string
-  nowMs: number
   windowMs: number
-  rpmLimit: number
-  worstCaseMicros: bigint
-  keyCapMicros: bigint | null
-  projectCapMicros: bigint | null
   releaseLimit: number
-  expiresAtMs: number
+  requests: ReadonlyArray<{
+    requestId: string
+    keyId: string
+    projectId: string
+    nowMs: number
+    rpmLimit: number
+    worstCaseMicros: bigint
+    keyCapMicros: bigint | null
+    projectCapMicros: bigint | null
+    expiresAtMs: number
+  }>
 }
 
 export type AdmitReply =
@@ -82,27 +85,21 @@ export type AdmitReply =
   | ['rate_limit_exceeded', number]
   | ['quota_exceeded' | 'insufficient_balance' | 'spending_cap_reached' | 'project_spend_cap_exceeded' | 'not_loaded' | 'duplicate']
 
-export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParams): Promise<AdmitReply> {
-  const reply = await admitScript.run(
-    client,
-    [keys.account, keys.spend(p.month), keys.window(p.keyId), keys.holds, keys.expiries],
-    [
-      p.requestId,
-      p.keyId,
-      p.projectId,
-      p.month,
-      String(p.nowMs),
-      String(p.nowMs - p.windowMs),
-      String(p.windowMs),
-      String(p.rpmLimit),
-      String(p.worstCaseMicros),
-      p.keyCapMicros === null ? '' : String(p.keyCapMicros),
-      p.projectCapMicros === null ? '' : String(p.projectCapMicros),
-      String(p.releaseLimit),
-      String(p.expiresAtMs),
-    ],
-  )
-  return reply as AdmitReply
+/** Admits requests of one organization and month in one script run; one reply each, in order. */
+export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParams): Promise<AdmitReply[]> {
+  // Each key's window once in KEYS, after the four the script always uses.
+  const windows = new Map<string, number>()
+  const args = [p.month, String(p.windowMs), String(p.releaseLimit)]
+  for (const r of p.requests) {
+    let index = windows.get(r.keyId)
+    if (index === undefined) windows.set(r.keyId, (index = 5 + windows.size))
+    const keyCap = r.keyCapMicros === null ? '' : String(r.keyCapMicros)
+    const projectCap = r.projectCapMicros === null ? '' : String(r.projectCapMicros)
+    args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.expiresAtMs), String(index))
+  }
+  const windowKeys = Array.from(windows.keys(), (keyId) => keys.window(keyId))
+  const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.expiries, ...windowKeys], args)
+  return reply as AdmitReply[]
 }
 
 export interface SettleParams {

@@ -26,7 +26,8 @@ import {
   type SettleResult,
   type Settlement,
 } from '../../core/admission'
-import { admissionScripts, OrgKeys, runAdmit, runApplyLate, runBeginLoad, runCredit, runFinishLoad, runLoadCounters, runReleaseExpired, runSettle, runSnapshot, type SettleReply } from './admission-scripts'
+import { admissionScripts, OrgKeys, runAdmit, runApplyLate, runBeginLoad, runCredit, runFinishLoad, runLoadCounters, runReleaseExpired, runSettle, runSnapshot, type AdmitReply, type SettleReply } from './admission-scripts'
+import { TurnBatches } from './turn-batches'
 import { redisFailure, withDeadline, type RedisClient } from './client'
 
 export interface RedisAdmissionStoreOptions {
@@ -46,15 +47,10 @@ export interface RedisAdmissionStoreOptions {
 const monthCountersTtlMs = 62 * 24 * 60 * 60_000
 // Late usage rows per script run: about a millisecond of Redis's time.
 const lateRowsPerCall = 500
-// Settlements per script run: a few hundred microseconds of Redis's time.
-const settlementsPerCall = 200
+// Admissions or settlements per script run: a few hundred microseconds of Redis's time.
+const callsPerRun = 200
 
-/** A settlement waiting for its script run, and how to answer its caller. */
-interface QueuedSettlement {
-  settlement: Settlement
-  resolve: (reply: SettleReply) => void
-  reject: (error: unknown) => void
-}
+type QueuedAdmission = AdmitRequest & { month: string; expiresAtMs: number }
 
 /**
  * The admission store shared by every gateway on one Redis (or Redis Cluster): each operation is
@@ -72,9 +68,9 @@ export class RedisAdmissionStore implements AdmissionStore {
   private readonly releaseBatch: number
   private readonly commandTimeoutMs: number
   private readonly loadFenceMs: number
-  /** Settlements of this turn of the event loop, by organization and month (one script run each). */
-  private queuedSettlements = new Map<string, QueuedSettlement[]>()
-  private settleTurn: ReturnType<typeof setImmediate> | null = null
+  /** Admissions and settlements of this turn of the event loop, by organization and month: one script run each. */
+  private readonly admissions = new TurnBatches<QueuedAdmission, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests))
+  private readonly settlements = new TurnBatches<Settlement, SettleReply>(callsPerRun, (settlements) => this.runSettlements(settlements))
 
   constructor(
     private readonly client: RedisClient,
@@ -101,22 +97,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     checkAdmitRequest(request)
     const month = billingMonth(request.nowMs, request.timeZone)
     const expiresAtMs = request.nowMs + request.reservationTtlMs
-    const reply = await this.attempt(() =>
-      runAdmit(this.client, this.keys(request.orgId), {
-        requestId: request.requestId,
-        keyId: request.keyId,
-        projectId: request.projectId,
-        month,
-        nowMs: request.nowMs,
-        windowMs: rateWindowMs,
-        rpmLimit: request.rpmLimit,
-        worstCaseMicros: request.worstCaseMicros,
-        keyCapMicros: request.keyCapMicros,
-        projectCapMicros: request.projectCapMicros,
-        expiresAtMs,
-        releaseLimit: this.releaseBatch,
-      }),
-    )
+    const reply = await this.admissions.add(`${request.orgId}|${month}`, { ...request, month, expiresAtMs })
     switch (reply[0]) {
       case 'admitted':
         return { admitted: true, limit: request.rpmLimit, remaining: reply[1], month, reservedMicros: request.worstCaseMicros, expiresAtMs }
@@ -133,20 +114,9 @@ export class RedisAdmissionStore implements AdmissionStore {
     }
   }
 
-  /**
-   * Settlements are gathered until the end of the event loop's turn and sent one script run per
-   * organization and month: a script run costs Redis about 6 us and the client about 10 us before
-   * any work, a settlement within one about a tenth of that. Each is settled as if alone.
-   */
   async settle(settlement: Settlement): Promise<SettleResult> {
     checkSettlement(settlement)
-    const reply = await new Promise<SettleReply>((resolve, reject) => {
-      const group = `${settlement.orgId}|${settlement.month}`
-      let queued = this.queuedSettlements.get(group)
-      if (!queued) this.queuedSettlements.set(group, (queued = []))
-      queued.push({ settlement, resolve, reject })
-      this.settleTurn ??= setImmediate(() => this.sendSettlements())
-    })
+    const reply = await this.settlements.add(`${settlement.orgId}|${settlement.month}`, settlement)
     switch (reply[0]) {
       case 'settled':
         return { outcome: 'settled', debitedMicros: settlement.costMicros, releasedMicros: BigInt(reply[1]) }
@@ -157,28 +127,17 @@ export class RedisAdmissionStore implements AdmissionStore {
     }
   }
 
-  private sendSettlements(): void {
-    this.settleTurn = null
-    const groups = this.queuedSettlements
-    this.queuedSettlements = new Map()
-    for (const queued of groups.values()) {
-      for (let start = 0; start < queued.length; start += settlementsPerCall) void this.runSettlements(queued.slice(start, start + settlementsPerCall))
-    }
+  /** One admit.lua run for admissions of one organization and month. */
+  private runAdmissions(requests: QueuedAdmission[]): Promise<AdmitReply[]> {
+    const { orgId, month } = requests[0]!
+    return this.attempt(() => runAdmit(this.client, this.keys(orgId), { month, windowMs: rateWindowMs, releaseLimit: this.releaseBatch, requests }))
   }
 
-  private async runSettlements(queued: QueuedSettlement[]): Promise<void> {
-    const { orgId, month } = queued[0]!.settlement
-    const settlements = queued.map(({ settlement }) => ({ ...settlement, forgetAtMs: settlement.nowMs + this.settledRetentionMs }))
-    try {
-      const replies = await this.attempt(async () => {
-        const replies = await runSettle(this.client, this.keys(orgId), { month, settlements, monthTtlMs: monthCountersTtlMs, keptTtlMs: keptSettlementTtlMs })
-        if (replies.length !== queued.length) throw new Error(`settle.lua answered ${replies.length} replies for ${queued.length} settlements`)
-        return replies
-      })
-      queued.forEach(({ resolve }, index) => resolve(replies[index]!))
-    } catch (error) {
-      for (const { reject } of queued) reject(error)
-    }
+  /** One settle.lua run for settlements of one organization and month. */
+  private runSettlements(settlements: Settlement[]): Promise<SettleReply[]> {
+    const { orgId, month } = settlements[0]!
+    const withExpiry = settlements.map((settlement) => ({ ...settlement, forgetAtMs: settlement.nowMs + this.settledRetentionMs }))
+    return this.attempt(() => runSettle(this.client, this.keys(orgId), { month, settlements: withExpiry, monthTtlMs: monthCountersTtlMs, keptTtlMs: keptSettlementTtlMs }))
   }
 
   async releaseExpired(orgId: string, nowMs: number): Promise<number> {

@@ -54,10 +54,66 @@ describe('RedisAdmissionStore on a live Redis', () => {
     expect(keys.map((key) => key.slice(tag.length)).sort()).toEqual(['acct', 'done', 'k:key_a:win', 'k:key_b:win', 'res', 'rx', 'spend:202501'])
   })
 
-  test('settles the requests of one turn of the event loop in one script run per organization, each as if alone', async () => {
+  /** A store on its own client, and the commands that client sends from now on. */
+  async function watchedStore() {
     const own = await openRedisStores(1)
+    const [store, client] = [own.stores[0]!, own.clients[0]!]
+    const sent: string[][] = []
+    const send = client.sendCommand.bind(client)
+    client.sendCommand = ((command: string[], ...rest: unknown[]) => {
+      sent.push(command)
+      return (send as (...args: unknown[]) => unknown)(command, ...rest)
+    }) as typeof client.sendCommand
+    return { store, scriptRuns: () => sent.filter((command) => command[0] === 'EVALSHA').length, close: () => own.close() }
+  }
+
+  test('admits the requests of one turn of the event loop in one script run per organization, each as if alone', async () => {
+    const watched = await watchedStore()
     try {
-      const [store, client] = [own.stores[0]!, own.clients[0]!]
+      const { store } = watched
+      const [orgA, orgB] = [newOrgId(), newOrgId()]
+      await store.load(orgA, orgCounters(4_500n))
+      await store.load(orgB, orgCounters(10_000n))
+      const runsBefore = watched.scriptRuns()
+      const repeated = admitRequest({ orgId: orgA, keyId: 'key_c' })
+      const outcomes = await Promise.all(
+        [
+          // key_a may admit two a minute; the balance holds four worst cases.
+          admitRequest({ orgId: orgA, rpmLimit: 2 }),
+          admitRequest({ orgId: orgA, rpmLimit: 2 }),
+          admitRequest({ orgId: orgA, rpmLimit: 2 }),
+          admitRequest({ orgId: orgA, keyId: 'key_b' }),
+          repeated,
+          repeated,
+          admitRequest({ orgId: orgA, keyId: 'key_d' }),
+          admitRequest({ orgId: orgB, keyId: 'key_b' }),
+        ].map((request) => store.admit(request).then(
+          (result) => (result.admitted ? `admitted, ${result.remaining} left` : result.reason),
+          (error: Error) => error.message,
+        )),
+      )
+
+      expect(watched.scriptRuns() - runsBefore).toBe(2)
+      expect(outcomes).toEqual([
+        'admitted, 1 left',
+        'admitted, 0 left',
+        'rate_limit_exceeded',
+        'admitted, 999 left',
+        'admitted, 999 left',
+        `request ${repeated.requestId} was admitted before`,
+        'insufficient_balance',
+        'admitted, 999 left',
+      ])
+      expect([(await store.snapshot(orgA, '202501'))!.heldMicros, (await store.snapshot(orgB, '202501'))!.heldMicros]).toEqual([4_000n, 1_000n])
+    } finally {
+      await watched.close()
+    }
+  })
+
+  test('settles the requests of one turn of the event loop in one script run per organization, each as if alone', async () => {
+    const watched = await watchedStore()
+    try {
+      const { store } = watched
       const [orgA, orgB] = [newOrgId(), newOrgId()]
       await store.load(orgA, orgCounters(10_000n))
       await store.load(orgB, orgCounters(10_000n))
@@ -65,12 +121,7 @@ describe('RedisAdmissionStore on a live Redis', () => {
       const second = admitRequest({ orgId: orgA, keyId: 'key_b' })
       const other = admitRequest({ orgId: orgB })
       const admitted = await Promise.all([first, second, other].map((request) => store.admit(request) as Promise<{ month: string }>))
-      const sent: string[][] = []
-      const send = client.sendCommand.bind(client)
-      client.sendCommand = ((command: string[], ...rest: unknown[]) => {
-        sent.push(command)
-        return (send as (...args: unknown[]) => unknown)(command, ...rest)
-      }) as typeof client.sendCommand
+      const runsBefore = watched.scriptRuns()
 
       const results = await Promise.all([
         store.settle(settlementOf(first, admitted[0]!, { costMicros: 600n })),
@@ -82,7 +133,7 @@ describe('RedisAdmissionStore on a live Redis', () => {
         store.settle(settlementOf(admitRequest({ orgId: orgA }), admitted[0]!, { costMicros: 50n })),
       ])
 
-      expect(sent.filter((command) => command[0] === 'EVALSHA')).toHaveLength(2)
+      expect(watched.scriptRuns() - runsBefore).toBe(2)
       expect(results.map(({ outcome, debitedMicros, releasedMicros }) => [outcome, debitedMicros, releasedMicros])).toEqual([
         ['settled', 600n, 1_000n],
         ['already_settled', 0n, 0n],
@@ -93,7 +144,7 @@ describe('RedisAdmissionStore on a live Redis', () => {
       const [a, b] = [(await store.snapshot(orgA, '202501'))!, (await store.snapshot(orgB, '202501'))!]
       expect([a.balanceMicros, a.heldMicros, a.keySpend, b.balanceMicros, b.heldMicros]).toEqual([10_000n - 950n, 0n, new Map([['key_a', 650n], ['key_b', 300n]]), 9_800n, 0n])
     } finally {
-      await own.close()
+      await watched.close()
     }
   })
 

@@ -1,0 +1,38 @@
+import { describe, expect, test } from 'bun:test'
+import { TurnBatches } from '../../../../server/adapters/redis/turn-batches'
+
+describe('TurnBatches', () => {
+  test('sends the calls of one turn together, one send per group of at most perCall, and answers each with its reply', async () => {
+    const sends: string[][] = []
+    const batches = new TurnBatches<string, string>(2, async (items) => {
+      sends.push(items)
+      return items.map((item) => item.toUpperCase())
+    })
+
+    const replies = await Promise.all([batches.add('a', 'a1'), batches.add('b', 'b1'), batches.add('a', 'a2'), batches.add('a', 'a3')])
+    const later = await batches.add('a', 'a4')
+
+    expect(replies).toEqual(['A1', 'B1', 'A2', 'A3'])
+    expect(later).toBe('A4')
+    expect(sends).toEqual([['a1', 'a2'], ['a3'], ['b1'], ['a4']])
+  })
+
+  test('a send that fails, or answers the wrong number of replies, fails the calls it carried and no others', async () => {
+    const batches = new TurnBatches<string, string>(10, async (items) => {
+      if (items.includes('bad')) throw new Error('unreachable')
+      if (items.includes('short')) return []
+      return items
+    })
+
+    const outcomes = await Promise.all(
+      [batches.add('x', 'bad'), batches.add('x', 'with the bad one'), batches.add('y', 'fine'), batches.add('z', 'short')].map((reply) =>
+        reply.then(
+          (value) => `ok ${value}`,
+          (error: Error) => `failed: ${error.message}`,
+        ),
+      ),
+    )
+
+    expect(outcomes).toEqual(['failed: unreachable', 'failed: unreachable', 'ok fine', 'failed: 0 replies for 1 calls'])
+  })
+})
