@@ -196,7 +196,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     }
     if (options.redisUrl) {
       await flushRedis(options.redisUrl)
-      notes.push('Admission counters lived in Redis (two round trips per request: admit and settle), not in process.')
+      notes.push('Admission counters lived in Redis (at most two round trips per request: admit and settle, each shared with the requests of the same turn of the event loop), not in process.')
     }
     gateway = await startGateway({ processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: options.keys, profileDir: options.profileDir, databaseUrl, redisUrl: options.redisUrl })
     console.error(`gateway: ${gateway.baseUrl} (${databaseUrl ? 'Postgres' : 'embedded'}${options.redisUrl ? ', Redis' : ''}) with ${gateway.keys.length} API key(s)`)
