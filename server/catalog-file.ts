@@ -153,10 +153,10 @@ export function parseCatalogFile(json: unknown): CatalogModel[] {
   return [...parseCatalogContents(json).models]
 }
 
-/** Reads and parses the catalog file at a path; the error names the path and the first problem. */
 /** The catalog the gateway serves when NILEGATE_CONFIG names none. */
 export const demoCatalogPath = new URL('./demo-catalog.json', import.meta.url).pathname
 
+/** Reads and parses the catalog file at a path; the error names the path and the first problem. */
 export async function readCatalogFile(path: string): Promise<CatalogFileContents> {
   try {
     return parseCatalogContents(JSON.parse(await Bun.file(path).text()))

@@ -54,10 +54,11 @@ type QueuedAdmission = AdmitRequest & { month: string; expiresAtMs: number }
 
 /**
  * The admission store shared by every gateway on one Redis (or Redis Cluster): each operation is
- * one script, run with EVALSHA in one round trip. Redis unreachable, or not answering within
- * `commandTimeoutMs`: every method throws GatewayError('service_unavailable'). A call given up on
- * may still have run in Redis: an admission's hold then expires with its TTL, and a settle may be
- * repeated safely.
+ * one script, run with EVALSHA in one round trip; the admissions, and the settlements, of one turn
+ * of the event loop share their organization's run (`TurnBatches`). Redis unreachable, or not
+ * answering within `commandTimeoutMs`: every method throws GatewayError('service_unavailable'). A
+ * call given up on may still have run in Redis: an admission's hold then expires with its TTL, and
+ * a settle may be repeated safely.
  *
  * Redis must not evict these keys (maxmemory-policy noeviction): a lost balance reads as "not
  * loaded" and is rebuilt, but a lost hold or settled marker would go unnoticed.
