@@ -66,6 +66,26 @@ export async function cpuSeconds(pid: number, { mainThread = false } = {}): Prom
   }
 }
 
+/** The processes on this machine whose command name is `name` (as /proc/PID/comm shows it). */
+export async function processesNamed(name: string): Promise<number[]> {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    const comm = await Bun.file(`/proc/${entry}/comm`)
+      .text()
+      .catch(() => '')
+    if (comm.trim() === name) pids.push(Number(entry))
+  }
+  return pids
+}
+
+/** CPU seconds a group of processes has used so far; those that cannot be read count nothing. */
+export async function totalCpuSeconds(pids: readonly number[]): Promise<number> {
+  let total = 0
+  for (const pid of pids) total += (await cpuSeconds(pid)) ?? 0
+  return total
+}
+
 /** Where a gateway's threads spend their CPU: the thread that serves requests, fetch's client, the embedded database, the collector, the rest. */
 export type ThreadGroup = 'main' | 'fetch client' | 'database' | 'collector' | 'other'
 export const threadGroups: ThreadGroup[] = ['main', 'fetch client', 'database', 'collector', 'other']

@@ -16,6 +16,8 @@ export interface ScenarioOutcome {
   cpuPercent: { gateway: number | null; gatewayMain: number | null; upstream: number | null }
   /** The gateway's (or the bare proxy's) CPU per request, in microseconds, by group of threads. */
   cpuUsPerRequest?: Record<ThreadGroup, number> | null
+  /** CPU per request, in microseconds, of the local servers the gateway used (Redis, Postgres), by name. */
+  serverUsPerRequest?: Record<string, number>
   /** req/s of every round when there were several; the rest of the outcome is the median round's. */
   roundsRps?: number[]
 }
@@ -85,6 +87,22 @@ function threadTable(report: BenchReport): string[] {
       const total = threadGroups.reduce((sum, group) => sum + byGroup[group], 0)
       return `| (${scenario.id}) ${scenario.label} | ${threadGroups.map((group) => byGroup[group].toFixed(1)).join(' | ')} | ${total.toFixed(1)} |`
     }),
+    '',
+    ...serverLines(rows),
+  ]
+}
+
+/** What the local Redis and Postgres servers spent per request, in their own processes. */
+function serverLines(rows: ScenarioOutcome[]): string[] {
+  const measured = rows.filter((scenario) => scenario.serverUsPerRequest && Object.keys(scenario.serverUsPerRequest).length > 0)
+  if (measured.length === 0) return []
+  const names = Object.keys(measured[0]!.serverUsPerRequest!)
+  return [
+    `CPU of the servers the gateway used, per request, in microseconds (their processes on this machine, from /proc, the median round; Postgres counts every backend, so its own work on the side too):`,
+    '',
+    `| scenario | ${names.join(' | ')} |`,
+    `|---|${names.map(() => '---:').join('|')}|`,
+    ...measured.map((scenario) => `| (${scenario.id}) ${scenario.label} | ${names.map((name) => (scenario.serverUsPerRequest![name] ?? 0).toFixed(1)).join(' | ')} |`),
     '',
   ]
 }

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { chooseLoadTool, runLoadTool, type LoadTool, type LoadToolName } from './load-tool'
 import { readMachineInfo } from './machine-info'
-import { cpuSeconds, machineBusyPercent, ProcessGroup, threadCpuSeconds, threadGroups, type ThreadGroup } from './process-group'
+import { cpuSeconds, machineBusyPercent, processesNamed, ProcessGroup, threadCpuSeconds, threadGroups, totalCpuSeconds, type ThreadGroup } from './process-group'
 import { requestsPerSecond, totalErrors } from './load-result'
 import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
@@ -129,7 +129,15 @@ export function medianRound(outcomes: ScenarioOutcome[]): ScenarioOutcome {
 
 export async function measureScenario(
   scenario: Scenario,
-  context: { tool: LoadTool; options: Options; processes: ProcessGroup; workDir: string; pids: { gateway: number | null; upstream: number }; isWarm: boolean },
+  context: {
+    tool: LoadTool
+    options: Options
+    processes: ProcessGroup
+    workDir: string
+    /** `servers`: the command names of the local Redis and Postgres the gateway uses, by label. */
+    pids: { gateway: number | null; upstream: number; servers?: Record<string, string> }
+    isWarm: boolean
+  },
 ): Promise<ScenarioOutcome> {
   const { tool, options, processes, workDir, isWarm } = context
   const pids = scenario.pid ? { ...context.pids, gateway: scenario.pid } : context.pids
@@ -152,6 +160,10 @@ export async function measureScenario(
     upstream: await cpuSeconds(pids.upstream),
   }
   const threadsBefore = pids.gateway ? await threadCpuSeconds(pids.gateway) : null
+  // The bare proxy (d) uses no server.
+  // Looked up now: Postgres starts a process per connection.
+  const servers = scenario.pid ? [] : await Promise.all(Object.entries(pids.servers ?? {}).map(async ([label, name]) => [label, await processesNamed(name)] as const))
+  const serversBefore = await Promise.all(servers.map(([, serverPids]) => totalCpuSeconds(serverPids)))
   outcome.result = await runLoadTool(tool, { ...run, durationS: options.durationS, logPath: join(workDir, `load-${scenario.id}-${Date.now()}.log`) }, processes)
   const wallS = (performance.now() - startedAt) / 1000
   const share = async (pid: number | null, before: number | null, mainThread = false) => {
@@ -168,7 +180,20 @@ export async function measureScenario(
     const perRequest = (group: ThreadGroup) => (Math.max(0, threadsAfter[group] - threadsBefore[group]) * 1e6) / outcome.result!.requests
     outcome.cpuUsPerRequest = Object.fromEntries(threadGroups.map((group) => [group, perRequest(group)])) as Record<ThreadGroup, number>
   }
+  if (servers.length > 0 && outcome.result.requests > 0) {
+    const serversAfter = await Promise.all(servers.map(([, serverPids]) => totalCpuSeconds(serverPids)))
+    outcome.serverUsPerRequest = Object.fromEntries(servers.map(([name], index) => [name, (Math.max(0, serversAfter[index]! - serversBefore[index]!) * 1e6) / outcome.result!.requests]))
+  }
   return outcome
+}
+
+/** The command names of the Redis and Postgres the gateway uses, when they run on this machine. */
+function localServers(options: Options): Record<string, string> {
+  const isLocal = (url: string | null) => url !== null && /^(localhost|127\.0\.0\.1|\[::1\])$/.test(new URL(url).hostname)
+  const servers: Record<string, string> = {}
+  if (isLocal(options.redisUrl)) servers.Redis = 'redis-server'
+  if (isLocal(options.postgresUrl)) servers.Postgres = 'postgres'
+  return servers
 }
 
 async function main(options: Options, processes: ProcessGroup, workDir: string, afterStop: (() => Promise<void>)[]): Promise<number> {
@@ -225,7 +250,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid })
 
   const outcomes: ScenarioOutcome[] = []
-  const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid }
+  const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid, servers: localServers(options) }
   // A server that died (or was killed from outside) turns every later request into an error: say so.
   let deadServer: string | null = null
   const checkServers = async (when: string) => {
