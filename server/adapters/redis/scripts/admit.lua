@@ -21,7 +21,6 @@ local month, window_ms, release_limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARG
 
 local function admit(request_id, key_id, project_id, now_text, limit_text, worst_text, key_cap, project_cap, expiry_text, window_key)
   local now = tonumber(now_text)
-  release_expired(KEYS[1], KEYS[3], KEYS[4], now_text, release_limit)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
   local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field)
   if not account[1] then
@@ -71,6 +70,19 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
     write_account(KEYS[1], {'held', int(held + worst)}, {key_field, key_held + worst, project_field, project_held + worst})
   end
   return {'admitted', limit - count - 1}
+end
+
+-- Holds expired by the earliest clock of the run are released first: one a later request of the
+-- run would see expired is released by the next run (never an admission on a hold's money).
+local earliest = nil
+for i = 7, #ARGV, 10 do
+  local now_ms = tonumber(ARGV[i])
+  if earliest == nil or now_ms < earliest then
+    earliest = now_ms
+  end
+end
+if earliest then
+  release_expired(KEYS[1], KEYS[3], KEYS[4], int(earliest), release_limit)
 end
 
 local replies = {}

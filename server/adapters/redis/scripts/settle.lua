@@ -18,6 +18,8 @@
 -- The cost is debited in full even when it exceeds the hold (the tokens were produced), so the
 -- balance may go below zero; the next admission then answers quota_exceeded.
 local month = ARGV[1]
+-- Set once a settlement adds to the month's spends: their expiry is pushed out once per run.
+local spent = false
 
 local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_at_ms)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
@@ -32,7 +34,6 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
     redis.call('PEXPIRE', KEYS[7], ARGV[3])
     return {'pending'}
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now_ms)
   if redis.call('ZADD', KEYS[5], 'NX', forget_at_ms, request_id) == 0 then
     return {'already_settled'}
   end
@@ -62,7 +63,7 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
   if cost_text ~= '0' then
     redis.call('HINCRBY', KEYS[2], 'k|' .. key_id, cost_text)
     redis.call('HINCRBY', KEYS[2], 'p|' .. project_id, cost_text)
-    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    spent = true
   end
   if released then
     return {'settled', int(released)}
@@ -70,8 +71,24 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
   return {'settled_unreserved'}
 end
 
+-- Settled ids are forgotten once past their time, by the earliest clock of the run: an id kept a
+-- moment longer only costs memory.
+local earliest = nil
+for i = 8, #ARGV, 6 do
+  local now_ms = tonumber(ARGV[i])
+  if earliest == nil or now_ms < earliest then
+    earliest = now_ms
+  end
+end
+if earliest then
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', int(earliest))
+end
+
 local replies = {}
 for i = 4, #ARGV, 6 do
   replies[#replies + 1] = settle(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
+end
+if spent then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
 return replies
