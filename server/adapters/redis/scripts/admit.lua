@@ -74,13 +74,7 @@ end
 
 -- Holds expired by the earliest clock of the run are released first: one a later request of the
 -- run would see expired is released by the next run (never an admission on a hold's money).
-local earliest = nil
-for i = 7, #ARGV, 10 do
-  local now_ms = tonumber(ARGV[i])
-  if earliest == nil or now_ms < earliest then
-    earliest = now_ms
-  end
-end
+local earliest = smallest_argv(7, 10)
 if earliest then
   release_expired(KEYS[1], KEYS[3], KEYS[4], int(earliest), release_limit)
 end

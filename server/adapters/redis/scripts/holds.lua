@@ -1,4 +1,4 @@
--- holds.lua: functions shared by admit.lua, settle.lua and release-expired.lua, which the loader
+-- holds.lua: functions shared by admit.lua, settle.lua and the other scripts the loader
 -- puts after this text; not a script of its own.
 --
 -- Amounts are integers of magnitude below 2^53 (uEGP). Lua numbers are doubles, which hold them
@@ -13,6 +13,19 @@
 
 local function int(value)
   return string.format('%d', value)
+end
+
+-- The smallest number among ARGV[first], ARGV[first + step], ...; nil when there is none. Scripts
+-- that take several requests use it for the earliest clock among them.
+local function smallest_argv(first, step)
+  local smallest = nil
+  for i = first, #ARGV, step do
+    local value = tonumber(ARGV[i])
+    if smallest == nil or value < smallest then
+      smallest = value
+    end
+  end
+  return smallest
 end
 
 local function parse_hold(record)

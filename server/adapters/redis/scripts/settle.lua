@@ -21,7 +21,7 @@ local month = ARGV[1]
 -- Set once a settlement adds to the month's spends: their expiry is pushed out once per run.
 local spent = false
 
-local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_at_ms)
+local function settle(request_id, key_id, project_id, cost_text, forget_at_ms)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
   local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field)
   if not account[1] then
@@ -73,20 +73,14 @@ end
 
 -- Settled ids are forgotten once past their time, by the earliest clock of the run: an id kept a
 -- moment longer only costs memory.
-local earliest = nil
-for i = 8, #ARGV, 6 do
-  local now_ms = tonumber(ARGV[i])
-  if earliest == nil or now_ms < earliest then
-    earliest = now_ms
-  end
-end
+local earliest = smallest_argv(8, 6)
 if earliest then
   redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', int(earliest))
 end
 
 local replies = {}
 for i = 4, #ARGV, 6 do
-  replies[#replies + 1] = settle(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
+  replies[#replies + 1] = settle(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 5])
 end
 if spent then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
