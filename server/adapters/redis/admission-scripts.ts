@@ -76,7 +76,8 @@ export interface AdmitParams {
     worstCaseMicros: bigint
     keyCapMicros: bigint | null
     projectCapMicros: bigint | null
-    expiresAtMs: number
+    /** The hold expires this long after `nowMs`. */
+    reservationTtlMs: number
   }>
 }
 
@@ -95,7 +96,7 @@ export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParam
     if (index === undefined) windows.set(r.keyId, (index = 5 + windows.size))
     const keyCap = r.keyCapMicros === null ? '' : String(r.keyCapMicros)
     const projectCap = r.projectCapMicros === null ? '' : String(r.projectCapMicros)
-    args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.expiresAtMs), String(index))
+    args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.nowMs + r.reservationTtlMs), String(index))
   }
   const windowKeys = Array.from(windows.keys(), (keyId) => keys.window(keyId))
   const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.expiries, ...windowKeys], args)
@@ -105,7 +106,9 @@ export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParam
 export interface SettleParams {
   /** The month every settlement was admitted in. */
   month: string
-  settlements: ReadonlyArray<{ requestId: string; keyId: string; projectId: string; costMicros: bigint; nowMs: number; forgetAtMs: number }>
+  settlements: ReadonlyArray<{ requestId: string; keyId: string; projectId: string; costMicros: bigint; nowMs: number }>
+  /** A settled id is forgotten this long after its settlement's `nowMs`. */
+  settledRetentionMs: number
   monthTtlMs: number
   keptTtlMs: number
 }
@@ -115,7 +118,7 @@ export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already
 /** Settles requests of one organization and month in one script run; one reply each, in order. */
 export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply[]> {
   const args = [p.month, String(p.monthTtlMs), String(p.keptTtlMs)]
-  for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.forgetAtMs))
+  for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.nowMs + p.settledRetentionMs))
   const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled, keys.fence, keys.kept], args)
   return reply as SettleReply[]
 }

@@ -50,8 +50,6 @@ const lateRowsPerCall = 500
 // Admissions or settlements per script run: a few hundred microseconds of Redis's time.
 const callsPerRun = 200
 
-type QueuedAdmission = AdmitRequest & { month: string; expiresAtMs: number }
-
 /**
  * The admission store shared by every gateway on one Redis (or Redis Cluster): each operation is
  * one script, run with EVALSHA in one round trip; the admissions, and the settlements, of one turn
@@ -70,7 +68,7 @@ export class RedisAdmissionStore implements AdmissionStore {
   private readonly commandTimeoutMs: number
   private readonly loadFenceMs: number
   /** Admissions and settlements of this turn of the event loop, by organization and month: one script run each. */
-  private readonly admissions = new TurnBatches<QueuedAdmission, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests))
+  private readonly admissions = new TurnBatches<AdmitRequest, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests))
   private readonly settlements = new TurnBatches<Settlement, SettleReply>(callsPerRun, (settlements) => this.runSettlements(settlements))
 
   constructor(
@@ -98,7 +96,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     checkAdmitRequest(request)
     const month = billingMonth(request.nowMs, request.timeZone)
     const expiresAtMs = request.nowMs + request.reservationTtlMs
-    const reply = await this.admissions.add(`${request.orgId}|${month}`, { ...request, month, expiresAtMs })
+    const reply = await this.admissions.add(`${request.orgId}|${month}`, request)
     switch (reply[0]) {
       case 'admitted':
         return { admitted: true, limit: request.rpmLimit, remaining: reply[1], month, reservedMicros: request.worstCaseMicros, expiresAtMs }
@@ -129,16 +127,18 @@ export class RedisAdmissionStore implements AdmissionStore {
   }
 
   /** One admit.lua run for admissions of one organization and month. */
-  private runAdmissions(requests: QueuedAdmission[]): Promise<AdmitReply[]> {
-    const { orgId, month } = requests[0]!
+  private runAdmissions(requests: AdmitRequest[]): Promise<AdmitReply[]> {
+    const { orgId, nowMs, timeZone } = requests[0]!
+    const month = billingMonth(nowMs, timeZone)
     return this.attempt(() => runAdmit(this.client, this.keys(orgId), { month, windowMs: rateWindowMs, releaseLimit: this.releaseBatch, requests }))
   }
 
   /** One settle.lua run for settlements of one organization and month. */
   private runSettlements(settlements: Settlement[]): Promise<SettleReply[]> {
     const { orgId, month } = settlements[0]!
-    const withExpiry = settlements.map((settlement) => ({ ...settlement, forgetAtMs: settlement.nowMs + this.settledRetentionMs }))
-    return this.attempt(() => runSettle(this.client, this.keys(orgId), { month, settlements: withExpiry, monthTtlMs: monthCountersTtlMs, keptTtlMs: keptSettlementTtlMs }))
+    return this.attempt(() =>
+      runSettle(this.client, this.keys(orgId), { month, settlements, settledRetentionMs: this.settledRetentionMs, monthTtlMs: monthCountersTtlMs, keptTtlMs: keptSettlementTtlMs }),
+    )
   }
 
   async releaseExpired(orgId: string, nowMs: number): Promise<number> {
@@ -181,11 +181,11 @@ export class RedisAdmissionStore implements AdmissionStore {
     checkLateUsage(orgId, month, rows, nowMs)
     const keys = this.keys(orgId)
     const total = { applied: 0, debitedMicros: 0n }
+    const forgetAtMs = nowMs + this.settledRetentionMs
     // In slices, so that a long list never holds Redis for long; at least one call, so that an
     // empty list still answers null for counters that are not the rebuild's, as in process.
     for (let start = 0; start === 0 || start < rows.length; start += lateRowsPerCall) {
       const slice = rows.slice(start, start + lateRowsPerCall)
-      const forgetAtMs = nowMs + this.settledRetentionMs
       const result = await this.attempt(() => runApplyLate(this.client, keys, { loadToken, month, rows: slice, nowMs, forgetAtMs, monthTtlMs: monthCountersTtlMs }))
       if (!result) return start === 0 ? null : total
       total.applied += result.applied
