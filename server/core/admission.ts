@@ -152,6 +152,14 @@ export interface OrgSnapshot {
   reservations: ReservationView[]
 }
 
+/** An organization's counters with what a watch recorded, read at one instant. */
+export interface WatchedSnapshot extends OrgSnapshot {
+  /** Names this state of the counters: a repair computed from it applies only while it lasts. */
+  revision: string
+  /** Requests settled, and late rows applied, since the watch began. */
+  settledIds: string[]
+}
+
 /**
  * Atomic admission counters shared by every gateway of a deployment. Time is always passed in.
  * A settled request id is remembered for the store's settled-retention period: a replay within it
@@ -171,8 +179,9 @@ export interface AdmissionStore {
   releaseExpired(orgId: string, nowMs: number): Promise<number>
   /**
    * Sets the balance and `month`'s spends as given (open holds stay) and forgets kept settlements:
-   * the reconciler's repair, and seeding in tests. The counters are then no rebuild's (`applyLate`).
-   * Returns true.
+   * seeding counters, as the tests do (the reconciler repairs with `adjust`, which keeps what
+   * settles meanwhile). The counters are then no rebuild's (`applyLate`), get a new revision, and a
+   * watch ends. Returns true.
    */
   load(orgId: string, counters: OrgCounters): Promise<boolean>
   /**
@@ -192,6 +201,30 @@ export interface AdmissionStore {
   /** The counters for `month`, or null when none are loaded. */
   snapshot(orgId: string, month: string): Promise<OrgSnapshot | null>
   /**
+   * Starts recording the ids of the requests the organization's counters settle, and of the late
+   * rows `applyLate` debits, until `untilMs`, for `watchedSnapshot`: the reconciler's way to tell
+   * which usage rows on their way to the ledger the counters hold already. A watch that is running
+   * is joined and lasts until the later of the two ends (the first snapshot ends it for both: the
+   * other reconciler's look is then left for later). Returns its token; null, nothing written,
+   * when the counters are absent.
+   */
+  watchSettled(orgId: string, nowMs: number, untilMs: number): Promise<string | null>
+  /**
+   * The counters for `month`, their revision and the ids the watch recorded, read at one instant;
+   * the watch ends. Null, nothing written, when the counters are absent, or the watch ended by
+   * `nowMs` or was begun anew since (the ids it recorded would be incomplete).
+   */
+  watchedSnapshot(orgId: string, month: string, watch: string, nowMs: number): Promise<WatchedSnapshot | null>
+  /**
+   * Adds `change` to the balance and to `change.month`'s spends, if the counters are still at
+   * `revision` (`WatchedSnapshot.revision`): the reconciler's repair, which keeps what was settled
+   * since it read them. The counters get a new revision and are then no rebuild's (`applyLate`).
+   * False, with nothing written, when the revision moved (another repair, a load or a rebuild) or
+   * the counters are absent. A RangeError, with nothing written, when a result would leave the
+   * range of `load`'s counters.
+   */
+  adjust(orgId: string, revision: string, change: OrgCounters): Promise<boolean>
+  /**
    * Adds a credit the ledger already records (an operator's top-up) to the loaded balance, atomically
    * with admissions. Answers `not_loaded` when the organization's counters are absent: rebuilding
    * them from the ledger counts the credit (a rebuild in progress is fenced off, so it reads the
@@ -203,8 +236,9 @@ export interface AdmissionStore {
    * did not hold (`LateUsageReader`), unless their requests were settled in these counters since;
    * each applied id is remembered as settled, so a repeat changes nothing. Spends count the rows of
    * `month` only. Null, with nothing written, when the counters are not that rebuild's: absent
-   * (their rebuild reads the rows), rebuilt again or replaced by `load` since (whose reads counted
-   * the rows).
+   * (their rebuild reads the rows), rebuilt again, or changed by `load` or `adjust` since (a
+   * repair counted the rows its ledger read held; those written later, the reconciler's next
+   * passes find).
    */
   applyLate(orgId: string, month: string, rows: readonly LateUsage[], nowMs: number, loadToken: string): Promise<LateApplied | null>
 }
@@ -316,17 +350,41 @@ export function creditOverflow(orgId: string, amountMicros: bigint): RangeError 
 }
 
 export function checkCounters(orgId: string, counters: OrgCounters): void {
+  checkAmounts(orgId, counters, '')
+}
+
+/** Checks the ids of a change (`AdmissionStore.adjust`) and that each amount is within ±(2^53 - 1). */
+export function checkChange(orgId: string, change: OrgCounters): void {
+  checkAmounts(orgId, change, ' change')
+}
+
+/** Spends are signed in a change (`what` is ' change'), from 0 in counters (''). */
+function checkAmounts(orgId: string, amounts: OrgCounters, what: '' | ' change'): void {
+  const signed = what !== ''
   checkId('orgId', orgId)
-  checkMonth(counters.month)
-  checkMicros('balanceMicros', counters.balanceMicros, { signed: true })
-  for (const [keyId, spend] of counters.keySpend) {
+  checkMonth(amounts.month)
+  checkMicros(`balanceMicros${what}`, amounts.balanceMicros, { signed: true })
+  for (const [keyId, spend] of amounts.keySpend) {
     checkId('keyId', keyId)
-    checkMicros(`keySpend of ${keyId}`, spend)
+    checkMicros(`keySpend${what} of ${keyId}`, spend, { signed })
   }
-  for (const [projectId, spend] of counters.projectSpend) {
+  for (const [projectId, spend] of amounts.projectSpend) {
     checkId('projectId', projectId)
-    checkMicros(`projectSpend of ${projectId}`, spend)
+    checkMicros(`projectSpend${what} of ${projectId}`, spend, { signed })
   }
+}
+
+/**
+ * Checks that `change` applied to `current` stays within the range of `load`'s counters: a
+ * balance within ±(2^53 - 1), spends between 0 and 2^53 - 1.
+ */
+export function checkAdjustment(orgId: string, current: OrgCounters, change: OrgCounters): void {
+  checkCounters(orgId, {
+    month: change.month,
+    balanceMicros: current.balanceMicros + change.balanceMicros,
+    keySpend: new Map([...change.keySpend].map(([keyId, amount]) => [keyId, (current.keySpend.get(keyId) ?? 0n) + amount])),
+    projectSpend: new Map([...change.projectSpend].map(([projectId, amount]) => [projectId, (current.projectSpend.get(projectId) ?? 0n) + amount])),
+  })
 }
 
 /** Whole seconds until an entry admitted at `admittedAtMs` leaves the window: 1 to 60. */

@@ -107,7 +107,8 @@ export class LateUsageFollowUp {
 
   /**
    * One look; null when the counters are no longer this load's: absent again (their next rebuild
-   * reads every row), rebuilt again or repaired since (whose reads counted the rows).
+   * reads every row), rebuilt again or repaired since (a repair counted the rows its read held,
+   * the reconciler's next passes find later ones).
    */
   async pass(load: LedgerLoad): Promise<LateApplied | null> {
     const rows = await this.ledger.readUsageAfter(load.orgId, load.snapshot, load.readAtMs - this.lookbackMs(), load.readAtMs + this.clockSkewMs, load.timeZone)

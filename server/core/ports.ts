@@ -109,6 +109,23 @@ export interface LateUsageReader {
   readUsageAfter(orgId: string, snapshot: string, sinceMs: number, untilMs: number, timeZone: string): Promise<import('./admission').LateUsage[]>
 }
 
+/** The usage rows of settled requests, for the reconciler (reconcile.ts). */
+export interface UsageRowFinder {
+  /**
+   * The usage rows of the organization's `requestIds` (the reconciler's watched settlements):
+   * those `snapshot` did not hold, their month taken in `timeZone`, and the ids without a row yet.
+   */
+  findUsageRows(orgId: string, snapshot: string, requestIds: readonly string[], timeZone: string): Promise<UsageRowsFound>
+}
+
+/** What `LateUsageReader.findUsageRows` found. */
+export interface UsageRowsFound {
+  /** Rows written after the snapshot. */
+  after: import('./admission').LateUsage[]
+  /** Ids with no row yet. */
+  missingIds: string[]
+}
+
 /** Writes usage events in batches; the hot path only queues. */
 export interface UsageRepository {
   insertUsageEvents(events: UsageEvent[]): Promise<void>

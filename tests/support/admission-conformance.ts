@@ -303,6 +303,140 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
       })
     })
 
+    describe('reconciling', () => {
+      const startMs = midJanuaryMs
+      const untilMs = midJanuaryMs + 60_000
+
+      /** Admits and settles a request at `costMicros`, on `on`. */
+      async function settled(orgId: string, costMicros: bigint, on: AdmissionStore = store(), overrides: Partial<AdmitRequest> = {}) {
+        const request = admitRequest({ orgId, ...overrides })
+        await admitted(request, on)
+        await on.settle(settlementOf(request, { month: '202501' }, { costMicros }))
+        return request.requestId
+      }
+
+      async function watchedSnapshot(orgId: string, watch: string | null, nowMs = startMs + 5_000) {
+        const taken = await gateways()[1].watchedSnapshot(orgId, '202501', watch!, nowMs)
+        if (!taken) throw new Error(`no watched snapshot of ${orgId}`)
+        return taken
+      }
+
+      test('a watch records the requests settled, and the late rows applied, from its start to the snapshot, read with the counters at one instant', async () => {
+        const orgId = newOrgId()
+        const fence = await store().beginLoad(orgId, startMs)
+        await store().finishLoad(orgId, orgCounters(10_000n), fence!, [], startMs)
+        await settled(orgId, 100n)
+
+        const watch = await store().watchSettled(orgId, startMs, untilMs)
+        const during = [await settled(orgId, 200n), await settled(orgId, 300n, gateways()[1], { keyId: 'key_b' })]
+        await gateways()[1].applyLate(orgId, '202501', [{ requestId: 'req_late_watched', keyId: 'key_a', projectId: 'proj_a', month: '202501', costMicros: 5n }], startMs + 2_000, fence!.token)
+        const taken = await watchedSnapshot(orgId, watch)
+
+        expect(taken.settledIds.sort()).toEqual([...during, 'req_late_watched'].sort())
+        expect([taken.balanceMicros, taken.keySpend]).toEqual([10_000n - 605n, new Map([['key_a', 305n], ['key_b', 300n]])])
+        expect(taken.revision).not.toBe('')
+      })
+
+      test('a watch begun while another runs joins it until the later end; its snapshot ends it, and so does its time', async () => {
+        const { orgId } = await organization(10_000n)
+        const first = await store().watchSettled(orgId, startMs, startMs + 5_000)
+        const joined = await gateways()[1].watchSettled(orgId, startMs + 100, untilMs)
+        const id = await settled(orgId, 10n)
+
+        const whileJoined = await watchedSnapshot(orgId, first, startMs + 30_000)
+        const again = await store().watchedSnapshot(orgId, '202501', first!, startMs + 30_001)
+        const next = await store().watchSettled(orgId, startMs + 30_002, startMs + 40_000)
+        const fresh = await watchedSnapshot(orgId, next, startMs + 30_003)
+        const timed = await store().watchSettled(orgId, startMs + 30_004, startMs + 40_000)
+        const late = await store().watchedSnapshot(orgId, '202501', timed!, startMs + 40_000)
+
+        expect(joined).toBe(first)
+        expect(whileJoined.settledIds).toEqual([id])
+        expect(again).toBeNull()
+        expect(next).not.toBe(first)
+        expect(fresh.settledIds).toEqual([])
+        expect(late).toBeNull()
+      })
+
+      test('a credit or a load ends a watch (the ledger read and the snapshot would straddle it); absent counters have none', async () => {
+        const credited = await organization(10_000n)
+        const loaded = await organization(10_000n)
+        const credit = await store().watchSettled(credited.orgId, startMs, untilMs)
+        const load = await store().watchSettled(loaded.orgId, startMs, untilMs)
+
+        await gateways()[1].credit(credited.orgId, 1n)
+        await gateways()[1].load(loaded.orgId, orgCounters(5_000n))
+
+        expect(await store().watchedSnapshot(credited.orgId, '202501', credit!, startMs + 1)).toBeNull()
+        expect(await store().watchedSnapshot(loaded.orgId, '202501', load!, startMs + 1)).toBeNull()
+        expect(await store().watchSettled(newOrgId(), startMs, untilMs)).toBeNull()
+      })
+
+      test('adjust adds to the balance and the month spends, keeping what settled since the snapshot', async () => {
+        const { orgId } = await organization(1_000n, { keySpend: new Map([['key_a', 100n]]), projectSpend: new Map([['proj_a', 100n]]) })
+        const taken = await watchedSnapshot(orgId, await store().watchSettled(orgId, startMs, untilMs))
+        await settled(orgId, 50n)
+
+        const adjusted = await gateways()[1].adjust(orgId, taken.revision, {
+          month: '202501',
+          balanceMicros: -200n,
+          keySpend: new Map([['key_a', 30n], ['key_b', 20n]]),
+          projectSpend: new Map([['proj_a', -100n]]),
+        })
+
+        expect(adjusted).toBe(true)
+        const after = await snapshot(orgId)
+        expect([after.balanceMicros, after.keySpend, after.projectSpend]).toEqual([750n, new Map([['key_a', 180n], ['key_b', 20n]]), new Map([['proj_a', 50n]])])
+      })
+
+      test('adjusts once per look: of two repairs from one snapshot on two gateways one applies; none after a load, or on absent counters', async () => {
+        const { orgId } = await organization(1_000n)
+        const taken = await watchedSnapshot(orgId, await store().watchSettled(orgId, startMs, untilMs))
+        const change = orgCounters(-100n)
+        const stale = await organization(1_000n)
+        const staleLook = await watchedSnapshot(stale.orgId, await store().watchSettled(stale.orgId, startMs, untilMs))
+        await store().load(stale.orgId, orgCounters(2_000n))
+
+        const both = await Promise.all(gateways().map((gateway) => gateway.adjust(orgId, taken.revision, change)))
+        const afterLoad = await store().adjust(stale.orgId, staleLook.revision, change)
+        const absent = await store().adjust(newOrgId(), taken.revision, change)
+
+        expect(both.sort()).toEqual([false, true])
+        expect((await snapshot(orgId)).balanceMicros).toBe(900n)
+        expect([afterLoad, absent]).toEqual([false, false])
+        expect((await snapshot(stale.orgId)).balanceMicros).toBe(2_000n)
+      })
+
+      test('refuses a change that would take a spend below zero or the balance out of range, writing nothing', async () => {
+        const { orgId } = await organization(maxMicros - 10n, { keySpend: new Map([['key_a', 100n]]) })
+        const taken = await watchedSnapshot(orgId, await store().watchSettled(orgId, startMs, untilMs))
+
+        const refusals = await Promise.all([
+          store().adjust(orgId, taken.revision, orgCounters(0n, { keySpend: new Map([['key_a', -101n]]) })).catch((error: Error) => error.name),
+          store().adjust(orgId, taken.revision, orgCounters(11n)).catch((error: Error) => error.name),
+          store().adjust(orgId, taken.revision, orgCounters(0n, { projectSpend: new Map([['bad id', 1n]]) })).catch((error: Error) => error.name),
+        ])
+
+        expect(refusals).toEqual(['RangeError', 'RangeError', 'RangeError'])
+        const after = await snapshot(orgId)
+        expect([after.balanceMicros, after.keySpend]).toEqual([maxMicros - 10n, new Map([['key_a', 100n]])])
+        expect(await store().adjust(orgId, taken.revision, orgCounters(10n))).toBe(true)
+      })
+
+      test('adjusted counters are no rebuild\'s: rows late for its read are not applied on top of the repair', async () => {
+        const orgId = newOrgId()
+        const fence = await store().beginLoad(orgId, startMs)
+        await store().finishLoad(orgId, orgCounters(1_000n), fence!, [], startMs)
+        const taken = await watchedSnapshot(orgId, await store().watchSettled(orgId, startMs, untilMs))
+
+        await store().adjust(orgId, taken.revision, orgCounters(-40n))
+        const late = await store().applyLate(orgId, '202501', [{ requestId: 'req_late_repaired', keyId: 'key_a', projectId: 'proj_a', month: '202501', costMicros: 40n }], startMs, fence!.token)
+
+        expect(late).toBeNull()
+        expect((await snapshot(orgId)).balanceMicros).toBe(960n)
+      })
+    })
+
     describe('rate window', () => {
       test('admits rpmLimit requests in 60 s and refuses the next until the oldest leaves', async () => {
         const { request } = await organization(1_000_000n)

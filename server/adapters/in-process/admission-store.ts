@@ -1,6 +1,8 @@
 import {
   billingMonth,
+  checkAdjustment,
   checkAdmitRequest,
+  checkChange,
   checkCounters,
   checkCredit,
   checkLateUsage,
@@ -26,6 +28,7 @@ import {
   type OrgSnapshot,
   type SettleResult,
   type Settlement,
+  type WatchedSnapshot,
 } from '../../core/admission'
 import { RecentIds } from './recent-ids'
 
@@ -54,8 +57,12 @@ interface OrgState {
   nextExpiryMs: number
   /** Request ids settled within the retention. */
   settled: RecentIds
-  /** The fence token of the rebuild that loaded these counters; null once `load` replaced them. */
+  /** The fence token of the rebuild that loaded these counters; null once `load` or `adjust` changed them. */
   loadToken: string | null
+  /** Names the counters' state for `adjust`: new at each load, rebuild and adjustment. */
+  revision: string
+  /** Settled ids recorded for the reconciler (`watchSettled`). */
+  watch: { token: string; untilMs: number; ids: string[] } | null
 }
 
 // Months of settled spend kept per organization: the current one, and the previous ones that
@@ -123,6 +130,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     const { requestId, nowMs, costMicros, month } = settlement
     // Nothing below can fail: the id is remembered as settled from here on.
     if (!org.settled.remember(requestId, nowMs)) return { outcome: 'already_settled', debitedMicros: 0n, releasedMicros: 0n }
+    if (org.watch !== null) watched(org, requestId, nowMs)
 
     const hold = org.holds.get(requestId)
     if (hold) {
@@ -162,7 +170,10 @@ export class InProcessAdmissionStore implements AdmissionStore {
   async load(orgId: string, counters: OrgCounters): Promise<boolean> {
     checkCounters(orgId, counters)
     this.kept.delete(orgId)
-    this.setCounters(orgId, counters).loadToken = null
+    const org = this.setCounters(orgId, counters)
+    org.loadToken = null
+    org.revision = crypto.randomUUID()
+    org.watch = null
     return true
   }
 
@@ -183,6 +194,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     this.fences.delete(orgId)
     const org = this.setCounters(orgId, counters)
     org.loadToken = fence.token
+    org.revision = fence.token
     const recorded = new Set(recordedIds)
     for (const [requestId, settlement] of this.kept.get(orgId) ?? []) {
       org.settled.remember(requestId, nowMs)
@@ -196,7 +208,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
   private setCounters(orgId: string, counters: OrgCounters): OrgState {
     let org = this.orgs.get(orgId)
     if (!org) {
-      org = { balance: 0n, held: 0n, keyHeld: new Map(), projectHeld: new Map(), keySpend: new Map(), projectSpend: new Map(), windows: new Map(), holds: new Map(), nextExpiryMs: Infinity, settled: new RecentIds(this.settledRetentionMs), loadToken: null }
+      org = { balance: 0n, held: 0n, keyHeld: new Map(), projectHeld: new Map(), keySpend: new Map(), projectSpend: new Map(), windows: new Map(), holds: new Map(), nextExpiryMs: Infinity, settled: new RecentIds(this.settledRetentionMs), loadToken: null, revision: '', watch: null }
       this.orgs.set(orgId, org)
     }
     org.balance = counters.balanceMicros
@@ -212,6 +224,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     const result = { applied: 0, debitedMicros: 0n }
     for (const row of rows) {
       if (!org.settled.remember(row.requestId, nowMs)) continue
+      if (org.watch !== null) watched(org, row.requestId, nowMs)
       debit(org, { ...row, orgId, nowMs }, month)
       result.applied++
       result.debitedMicros += row.costMicros
@@ -229,7 +242,42 @@ export class InProcessAdmissionStore implements AdmissionStore {
     }
     if (org.balance + amountMicros > maxMicros) throw creditOverflow(orgId, amountMicros)
     org.balance += amountMicros
+    // Its ledger row came first: a reconciler's ledger read and snapshot around it would disagree.
+    org.watch = null
     return 'credited'
+  }
+
+  async watchSettled(orgId: string, nowMs: number, untilMs: number): Promise<string | null> {
+    checkOrgId(orgId)
+    const org = this.orgs.get(orgId)
+    if (!org) return null
+    if (org.watch === null || org.watch.untilMs <= nowMs) org.watch = { token: crypto.randomUUID(), untilMs, ids: [] }
+    else org.watch.untilMs = Math.max(org.watch.untilMs, untilMs)
+    return org.watch.token
+  }
+
+  async watchedSnapshot(orgId: string, month: string, watch: string, nowMs: number): Promise<WatchedSnapshot | null> {
+    const snapshot = await this.snapshot(orgId, month)
+    const org = this.orgs.get(orgId)
+    if (!snapshot || !org || org.watch?.token !== watch || org.watch.untilMs <= nowMs) return null
+    const { ids } = org.watch
+    org.watch = null
+    return { ...snapshot, revision: org.revision, settledIds: ids }
+  }
+
+  async adjust(orgId: string, revision: string, change: OrgCounters): Promise<boolean> {
+    checkChange(orgId, change)
+    const org = this.orgs.get(orgId)
+    if (!org || org.revision !== revision) return false
+    const { month } = change
+    checkAdjustment(orgId, { month, balanceMicros: org.balance, keySpend: org.keySpend.get(month) ?? new Map(), projectSpend: org.projectSpend.get(month) ?? new Map() }, change)
+    org.balance += change.balanceMicros
+    for (const [keyId, amount] of change.keySpend) addSpend(org.keySpend, month, keyId, amount)
+    for (const [projectId, amount] of change.projectSpend) addSpend(org.projectSpend, month, projectId, amount)
+    for (const spend of [org.keySpend.get(month), org.projectSpend.get(month)]) for (const [id, amount] of spend ?? []) if (amount === 0n) spend!.delete(id)
+    org.loadToken = null
+    org.revision = crypto.randomUUID()
+    return true
   }
 
   async snapshot(orgId: string, month: string): Promise<OrgSnapshot | null> {
@@ -263,6 +311,12 @@ function debit(org: OrgState, settlement: Settlement, loadedMonth?: string): voi
   if (loadedMonth !== undefined && month !== loadedMonth) return
   addSpend(org.keySpend, month, settlement.keyId, costMicros)
   addSpend(org.projectSpend, month, settlement.projectId, costMicros)
+}
+
+/** Records a settled id for the organization's watch, ending the watch once its time is up. */
+function watched(org: OrgState, requestId: string, nowMs: number): void {
+  if (nowMs < org.watch!.untilMs) org.watch!.ids.push(requestId)
+  else org.watch = null
 }
 
 function releaseExpiredHolds(org: OrgState, nowMs: number): number {

@@ -42,6 +42,7 @@ const operations = {
   writeUsageBatch: (batch: UsageBatch) => opened().writeUsageBatch(batch),
   readCounters: (orgId: string, month: string, timeZone: string, requestIds: string[]) => opened().ledger.readCounters(orgId, month, timeZone, requestIds),
   readUsageAfter: (orgId: string, snapshot: string, sinceMs: number, untilMs: number, timeZone: string) => opened().ledger.readUsageAfter(orgId, snapshot, sinceMs, untilMs, timeZone),
+  findUsageRows: (orgId: string, snapshot: string, requestIds: string[], timeZone: string) => opened().ledger.findUsageRows(orgId, snapshot, requestIds, timeZone),
   createDemoTenant: (options?: DemoTenantOptions) => opened().createDemoTenant(options),
   seedDemoIfEmpty: (options?: DemoTenantOptions) => opened().seedDemoIfEmpty(options),
   hasOrganizations: () => opened().hasOrganizations(),

@@ -7,7 +7,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import type { Governance } from '../../core/governance'
-import type { IdentityStore, LateUsageReader, LedgerReader, UsageEvent, UsageRepository } from '../../core/ports'
+import type { IdentityStore, LateUsageReader, LedgerReader, UsageEvent, UsageRepository, UsageRowFinder } from '../../core/ports'
 import type { BillingAccount } from '../../core/reconcile'
 import { listBillingAccounts } from './billing-accounts'
 import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoTenant, type DemoTenantOptions } from './demo-tenant'
@@ -38,7 +38,7 @@ export interface GatewayDatabase {
   readonly kind: 'pglite' | 'postgres'
   readonly identities: IdentityStore
   readonly usage: UsageRepository
-  readonly ledger: LedgerReader & LateUsageReader
+  readonly ledger: LedgerReader & LateUsageReader & UsageRowFinder
   /** The management API's repositories. */
   readonly governance: Governance
   createDemoTenant(options?: DemoTenantOptions): Promise<DemoTenant>

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { LateUsage, LedgerCounters } from '../../core/admission'
-import type { LateUsageReader, LedgerReader } from '../../core/ports'
+import type { LateUsageReader, LedgerReader, UsageRowFinder, UsageRowsFound } from '../../core/ports'
 import type { Drizzle } from './drizzle'
 
 /**
@@ -10,18 +10,16 @@ import type { Drizzle } from './drizzle'
  * spends and which of the asked request ids have rows agree with each other, and the snapshot
  * itself is returned, for `readUsageAfter` to find the rows it did not hold.
  */
-export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader {
+export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader & UsageRowFinder {
   return {
     async readCounters(orgId: string, month: string, timeZone: string, requestIds: readonly string[] = []): Promise<LedgerCounters> {
       const year = Number(month.slice(0, 4))
       const monthNumber = Number(month.slice(4, 6))
-      // The ids go as one JSON parameter: a rebuild after a busy outage may ask about more of them
-      // than a statement may have parameters.
       const recorded = requestIds.length === 0
         ? sql``
         : sql`UNION ALL
         SELECT 'recorded', request_id, NULL FROM usage_events
-          WHERE org_id = ${orgId} AND request_id IN (SELECT json_array_elements_text(${JSON.stringify(requestIds)}::json))`
+          WHERE org_id = ${orgId} AND request_id IN (SELECT json_array_elements_text(${idList(requestIds)}::json))`
       const result = await db.execute(sql`
         WITH bounds AS (
           SELECT make_timestamptz(${year}, ${monthNumber}, 1, 0, 0, 0, ${timeZone}) AS starts,
@@ -62,15 +60,41 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
         WHERE org_id = ${orgId} AND created_at >= to_timestamp(${sinceMs}::double precision / 1000) AND created_at < to_timestamp(${untilMs}::double precision / 1000)
           AND inserted_xid IS NOT NULL AND NOT pg_visible_in_snapshot(inserted_xid, ${snapshot}::pg_snapshot)
         ORDER BY request_id`)
-      return rowsOf<{ request_id: string; key_id: string; project_id: string; month: string; cost: string }>(result).map((row) => ({
-        requestId: row.request_id,
-        keyId: row.key_id,
-        projectId: row.project_id,
-        month: row.month,
-        costMicros: BigInt(row.cost),
-      }))
+      return rowsOf<UsageRow>(result).map(lateUsage)
+    },
+
+    async findUsageRows(orgId: string, snapshot: string, requestIds: readonly string[], timeZone: string): Promise<UsageRowsFound> {
+      if (requestIds.length === 0) return { after: [], missingIds: [] }
+      const result = await db.execute(sql`
+        SELECT request_id, key_id, project_id, to_char(created_at AT TIME ZONE ${timeZone}, 'YYYYMM') AS month, cost_micros::text AS cost,
+          (inserted_xid IS NULL OR pg_visible_in_snapshot(inserted_xid, ${snapshot}::pg_snapshot)) AS held
+        FROM usage_events
+        WHERE org_id = ${orgId} AND request_id IN (SELECT json_array_elements_text(${idList(requestIds)}::json))`)
+      const rows = rowsOf<UsageRow & { held: boolean }>(result)
+      const found = new Set(rows.map((row) => row.request_id))
+      return {
+        after: rows.filter((row) => !row.held).map(lateUsage).sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
+        missingIds: requestIds.filter((id) => !found.has(id)),
+      }
     },
   }
+}
+
+interface UsageRow {
+  request_id: string
+  key_id: string
+  project_id: string
+  month: string
+  cost: string
+}
+
+function lateUsage(row: UsageRow) {
+  return { requestId: row.request_id, keyId: row.key_id, projectId: row.project_id, month: row.month, costMicros: BigInt(row.cost) }
+}
+
+// Ids go as one JSON parameter: there may be more of them than a statement may have parameters.
+function idList(requestIds: readonly string[]): string {
+  return JSON.stringify(requestIds)
 }
 
 /** postgres-js answers an array of rows, PGlite an object with `rows`. */

@@ -48,6 +48,7 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
     ledger: {
       readCounters: (orgId, month, timeZone, requestIds = []) => client.call('readCounters', orgId, month, timeZone, [...requestIds]),
       readUsageAfter: (orgId, snapshot, sinceMs, untilMs, timeZone) => client.call('readUsageAfter', orgId, snapshot, sinceMs, untilMs, timeZone),
+      findUsageRows: (orgId, snapshot, requestIds, timeZone) => client.call('findUsageRows', orgId, snapshot, [...requestIds], timeZone),
     },
     createDemoTenant: (demoOptions) => client.call('createDemoTenant', demoOptions),
     seedDemoIfEmpty: (demoOptions) => client.call('seedDemoIfEmpty', demoOptions),

@@ -5,6 +5,7 @@
 import type { LateUsage } from '../../core/admission'
 import type { RedisClient } from './client'
 import { RedisScript } from './redis-script'
+import adjustSource from './scripts/adjust.lua' with { type: 'text' }
 import admitSource from './scripts/admit.lua' with { type: 'text' }
 import applyLateSource from './scripts/apply-late.lua' with { type: 'text' }
 import beginLoadSource from './scripts/begin-load.lua' with { type: 'text' }
@@ -15,6 +16,7 @@ import loadCountersSource from './scripts/load-counters.lua' with { type: 'text'
 import releaseExpiredSource from './scripts/release-expired.lua' with { type: 'text' }
 import settleSource from './scripts/settle.lua' with { type: 'text' }
 import snapshotSource from './scripts/snapshot.lua' with { type: 'text' }
+import watchSettledSource from './scripts/watch-settled.lua' with { type: 'text' }
 
 const admitScript = new RedisScript('admit', `${holdsSource}\n${admitSource}`)
 const settleScript = new RedisScript('settle', `${holdsSource}\n${settleSource}`)
@@ -25,8 +27,22 @@ const creditScript = new RedisScript('credit', creditSource)
 const beginLoadScript = new RedisScript('begin-load', beginLoadSource)
 const finishLoadScript = new RedisScript('finish-load', `${holdsSource}\n${finishLoadSource}`)
 const applyLateScript = new RedisScript('apply-late', `${holdsSource}\n${applyLateSource}`)
+const watchSettledScript = new RedisScript('watch-settled', watchSettledSource)
+const adjustScript = new RedisScript('adjust', adjustSource)
 
-export const admissionScripts: readonly RedisScript[] = [admitScript, settleScript, releaseExpiredScript, loadCountersScript, snapshotScript, creditScript, beginLoadScript, finishLoadScript, applyLateScript]
+export const admissionScripts: readonly RedisScript[] = [
+  admitScript,
+  settleScript,
+  releaseExpiredScript,
+  loadCountersScript,
+  snapshotScript,
+  creditScript,
+  beginLoadScript,
+  finishLoadScript,
+  applyLateScript,
+  watchSettledScript,
+  adjustScript,
+]
 
 /**
  * The keys of one organization. All carry the hash tag {o:<orgId>}, so every script touches one
@@ -41,6 +57,7 @@ export class OrgKeys {
   readonly settled: string
   readonly fence: string
   readonly kept: string
+  readonly watch: string
   private readonly base: string
 
   constructor(prefix: string, orgId: string) {
@@ -51,6 +68,7 @@ export class OrgKeys {
     this.settled = `${this.base}done`
     this.fence = `${this.base}fence`
     this.kept = `${this.base}kept`
+    this.watch = `${this.base}watch`
   }
 
   spend(month: string): string {
@@ -119,7 +137,7 @@ export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already
 export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply[]> {
   const args = [p.month, String(p.monthTtlMs), String(p.keptTtlMs)]
   for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.nowMs + p.settledRetentionMs))
-  const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled, keys.fence, keys.kept], args)
+  const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled, keys.fence, keys.kept, keys.watch], args)
   return reply as SettleReply[]
 }
 
@@ -145,8 +163,28 @@ function spendPairs(p: LoadCountersParams): string[] {
   return pairs
 }
 
-export async function runLoadCounters(client: RedisClient, keys: OrgKeys, p: LoadCountersParams): Promise<void> {
-  await loadCountersScript.run(client, [keys.account, keys.spend(p.month), keys.kept], [String(p.balanceMicros), String(p.monthTtlMs), ...spendPairs(p)])
+export async function runLoadCounters(client: RedisClient, keys: OrgKeys, p: LoadCountersParams & { revision: string }): Promise<void> {
+  await loadCountersScript.run(client, [keys.account, keys.spend(p.month), keys.kept], [String(p.balanceMicros), String(p.monthTtlMs), p.revision, ...spendPairs(p)])
+}
+
+/** The watch's token, or null when the counters are absent. */
+export async function runWatchSettled(client: RedisClient, keys: OrgKeys, nowMs: number, untilMs: number, token: string): Promise<string | null> {
+  const reply = await watchSettledScript.run(client, [keys.account, keys.watch], [String(nowMs), String(untilMs), token])
+  return (reply as string | null) ?? null
+}
+
+export interface AdjustParams extends LoadCountersParams {
+  revision: string
+  newRevision: string
+  maxMicros: bigint
+}
+
+export type AdjustReply = 'adjusted' | 'stale' | 'out_of_range'
+
+export async function runAdjust(client: RedisClient, keys: OrgKeys, p: AdjustParams): Promise<AdjustReply> {
+  const args = [p.revision, p.newRevision, String(p.balanceMicros), String(p.monthTtlMs), String(p.maxMicros), ...spendPairs(p)]
+  const reply = (await adjustScript.run(client, [keys.account, keys.spend(p.month)], args)) as number
+  return reply === 1 ? 'adjusted' : reply === 0 ? 'stale' : 'out_of_range'
 }
 
 /** The fence's token and the kept settlements' ids, or null when the counters are loaded. */
@@ -183,7 +221,7 @@ export interface ApplyLateParams {
 export async function runApplyLate(client: RedisClient, keys: OrgKeys, p: ApplyLateParams): Promise<{ applied: number; debitedMicros: bigint } | null> {
   const args = [p.month, String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs), p.loadToken]
   for (const row of p.rows) args.push(row.requestId, String(row.costMicros), row.month, row.keyId, row.projectId)
-  const reply = (await applyLateScript.run(client, [keys.account, keys.spend(p.month), keys.settled], args)) as [number, string] | []
+  const reply = (await applyLateScript.run(client, [keys.account, keys.spend(p.month), keys.settled, keys.watch], args)) as [number, string] | []
   if (reply.length === 0) return null
   return { applied: reply[0], debitedMicros: BigInt(reply[1]) }
 }
@@ -202,11 +240,15 @@ export interface SnapshotReply {
   holds: string[]
   /** Flat requestId/expiry-ms list. */
   expiries: string[]
+  /** The ids the watch recorded, when asked with one. */
+  watched?: string[]
 }
 
-export async function runSnapshot(client: RedisClient, keys: OrgKeys, month: string): Promise<SnapshotReply | null> {
-  const reply = (await snapshotScript.run(client, [keys.account, keys.spend(month), keys.holds, keys.expiries], [])) as string[][]
+/** Null when the counters are absent, or `watch` (token and now ms) ended or is another's. */
+export async function runSnapshot(client: RedisClient, keys: OrgKeys, month: string, watch?: { token: string; nowMs: number }): Promise<SnapshotReply | null> {
+  const snapshotKeys = [keys.account, keys.spend(month), keys.holds, keys.expiries]
+  const reply = (await (watch ? snapshotScript.run(client, [...snapshotKeys, keys.watch], [watch.token, String(watch.nowMs)]) : snapshotScript.run(client, snapshotKeys, []))) as string[][]
   if (reply.length === 0) return null
-  const [account, spend, holds, expiries] = reply as [string[], string[], string[], string[]]
-  return { account, spend, holds, expiries }
+  const [account, spend, holds, expiries, watched] = reply as [string[], string[], string[], string[], string[] | undefined]
+  return { account, spend, holds, expiries, watched }
 }

@@ -1,6 +1,7 @@
 import {
   billingMonth,
   checkAdmitRequest,
+  checkChange,
   checkCounters,
   checkCredit,
   checkLateUsage,
@@ -25,8 +26,26 @@ import {
   type ReservationView,
   type SettleResult,
   type Settlement,
+  type WatchedSnapshot,
 } from '../../core/admission'
-import { admissionScripts, OrgKeys, runAdmit, runApplyLate, runBeginLoad, runCredit, runFinishLoad, runLoadCounters, runReleaseExpired, runSettle, runSnapshot, type AdmitReply, type SettleReply } from './admission-scripts'
+import {
+  admissionScripts,
+  OrgKeys,
+  runAdjust,
+  runAdmit,
+  runApplyLate,
+  runBeginLoad,
+  runCredit,
+  runFinishLoad,
+  runLoadCounters,
+  runReleaseExpired,
+  runSettle,
+  runSnapshot,
+  runWatchSettled,
+  type AdmitReply,
+  type SettleReply,
+  type SnapshotReply,
+} from './admission-scripts'
 import { TurnBatches } from './turn-batches'
 import { redisFailure, withDeadline, type RedisClient } from './client'
 
@@ -154,8 +173,30 @@ export class RedisAdmissionStore implements AdmissionStore {
 
   async load(orgId: string, counters: OrgCounters): Promise<boolean> {
     checkCounters(orgId, counters)
-    await this.attempt(() => runLoadCounters(this.client, this.keys(orgId), { ...counters, monthTtlMs: monthCountersTtlMs }))
+    await this.attempt(() => runLoadCounters(this.client, this.keys(orgId), { ...counters, monthTtlMs: monthCountersTtlMs, revision: crypto.randomUUID() }))
     return true
+  }
+
+  async watchSettled(orgId: string, nowMs: number, untilMs: number): Promise<string | null> {
+    checkOrgId(orgId)
+    return this.attempt(() => runWatchSettled(this.client, this.keys(orgId), nowMs, untilMs, crypto.randomUUID()))
+  }
+
+  async watchedSnapshot(orgId: string, month: string, watch: string, nowMs: number): Promise<WatchedSnapshot | null> {
+    checkOrgId(orgId)
+    checkMonth(month)
+    const reply = await this.attempt(() => runSnapshot(this.client, this.keys(orgId), month, { token: watch, nowMs }))
+    if (!reply) return null
+    return { ...snapshotOf(reply, month), revision: new Map(pairs(reply.account)).get('rev') ?? '', settledIds: reply.watched ?? [] }
+  }
+
+  async adjust(orgId: string, revision: string, change: OrgCounters): Promise<boolean> {
+    checkChange(orgId, change)
+    const reply = await this.attempt(() =>
+      runAdjust(this.client, this.keys(orgId), { ...change, revision, newRevision: crypto.randomUUID(), monthTtlMs: monthCountersTtlMs, maxMicros }),
+    )
+    if (reply === 'out_of_range') throw new RangeError(`adjusting the counters of ${orgId} would take a balance or spend out of range; nothing was written`)
+    return reply === 'adjusted'
   }
 
   /** The fence lives by Redis's clock (PX), so the caller's time is not needed. */
@@ -205,23 +246,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     checkOrgId(orgId)
     checkMonth(month)
     const reply = await this.attempt(() => runSnapshot(this.client, this.keys(orgId), month))
-    if (!reply) return null
-    const expiries = new Map(pairs(reply.expiries).map(([requestId, atMs]) => [requestId, Number(atMs)]))
-    const reservations: ReservationView[] = pairs(reply.holds).map(([requestId, record]) => {
-      const [amount, holdMonth, keyId, projectId] = record.split('|') as [string, string, string, string]
-      return { requestId, keyId, projectId, month: holdMonth, amountMicros: BigInt(amount), expiresAtMs: expiries.get(requestId) ?? Number.NaN }
-    })
-    const account = new Map(pairs(reply.account))
-    return {
-      month,
-      balanceMicros: BigInt(account.get('bal')!),
-      heldMicros: BigInt(account.get('held') ?? '0'),
-      keySpend: amountsUnder(reply.spend, 'k|'),
-      projectSpend: amountsUnder(reply.spend, 'p|'),
-      keyHeld: amountsUnder(reply.account, `k|${month}|`),
-      projectHeld: amountsUnder(reply.account, `p|${month}|`),
-      reservations: reservations.sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
-    }
+    return reply && snapshotOf(reply, month)
   }
 
   private keys(orgId: string): OrgKeys {
@@ -234,6 +259,26 @@ export class RedisAdmissionStore implements AdmissionStore {
     } catch (error) {
       throw redisFailure(error)
     }
+  }
+}
+
+/** The counters a snapshot.lua reply holds. */
+function snapshotOf(reply: SnapshotReply, month: string): OrgSnapshot {
+  const expiries = new Map(pairs(reply.expiries).map(([requestId, atMs]) => [requestId, Number(atMs)]))
+  const reservations: ReservationView[] = pairs(reply.holds).map(([requestId, record]) => {
+    const [amount, holdMonth, keyId, projectId] = record.split('|') as [string, string, string, string]
+    return { requestId, keyId, projectId, month: holdMonth, amountMicros: BigInt(amount), expiresAtMs: expiries.get(requestId) ?? Number.NaN }
+  })
+  const account = new Map(pairs(reply.account))
+  return {
+    month,
+    balanceMicros: BigInt(account.get('bal')!),
+    heldMicros: BigInt(account.get('held') ?? '0'),
+    keySpend: amountsUnder(reply.spend, 'k|'),
+    projectSpend: amountsUnder(reply.spend, 'p|'),
+    keyHeld: amountsUnder(reply.account, `k|${month}|`),
+    projectHeld: amountsUnder(reply.account, `p|${month}|`),
+    reservations: reservations.sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
   }
 }
 

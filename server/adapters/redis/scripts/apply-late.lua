@@ -5,7 +5,8 @@
 -- rows of the month of KEYS[2], as kept settlements do in finish-load.lua. The rows are late for
 -- one rebuild's read only: counters rebuilt or replaced since (another fence token in 'load')
 -- counted them already, and are left alone.
--- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm>   KEYS[3] {o:ID}:done   (as in settle.lua)
+-- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm>   KEYS[3] {o:ID}:done   KEYS[4] {o:ID}:watch
+-- (as in settle.lua)
 -- ARGV[1] yyyymm of KEYS[2]   ARGV[2] now ms   ARGV[3] ms the applied ids are forgotten
 -- ARGV[4] ms the month's spend counters live   ARGV[5] the fence token of the rebuild whose read
 -- the rows are late for
@@ -16,12 +17,14 @@ if redis.call('HGET', KEYS[1], 'load') ~= ARGV[5] then
   return {}
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
+local watch = redis.call('HGET', KEYS[1], 'watch')
 local month = ARGV[1]
 local applied, debited, spent = 0, 0, false
 for i = 6, #ARGV, 5 do
   if redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[i]) == 1 then
     local cost = tonumber(ARGV[i + 1])
     applied = applied + 1
+    record_watched(KEYS[4], watch, ARGV[i], ARGV[2])
     debited = debited + cost
     if cost > 0 and ARGV[i + 2] == month then
       redis.call('HINCRBY', KEYS[2], 'k|' .. ARGV[i + 3], ARGV[i + 1])

@@ -1,5 +1,7 @@
 -- credit.lua: adds a credit the ledger already records (an operator's top-up) to the loaded balance.
 -- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:fence   (as in settle.lua)
+-- A credit ends the reconciler's watch (watch-settled.lua): the ledger row comes before it, so a
+-- ledger read and a snapshot taken around it would disagree by the credit.
 -- ARGV[1] amount uEGP (positive)   ARGV[2] the largest balance held exactly (2^53 - 1)
 -- Reply: {'credited', new balance} | {'not_loaded'} (rebuilding the counters from the ledger
 --   counts the credit; a rebuild in progress loses its fence, since its read may have missed the
@@ -16,4 +18,5 @@ if credited > tonumber(ARGV[2]) then
 end
 local written = string.format('%d', credited)
 redis.call('HSET', KEYS[1], 'bal', written)
+redis.call('HDEL', KEYS[1], 'watch')
 return {'credited', written}

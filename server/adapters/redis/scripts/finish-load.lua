@@ -37,8 +37,9 @@ for i = 1, #kept, 2 do
     end
   end
 end
--- 'load' names these counters for apply-late.lua: the rows a follow-up finds are late for this read only.
-redis.call('HSET', KEYS[1], 'bal', int(balance), 'load', ARGV[1])
+-- 'load' names these counters for apply-late.lua: the rows a follow-up finds are late for this read
+-- only; the token is their first revision too.
+redis.call('HSET', KEYS[1], 'bal', int(balance), 'load', ARGV[1], 'rev', ARGV[1])
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 local fields = {}
 for field, amount in pairs(spend) do

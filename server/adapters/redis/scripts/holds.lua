@@ -6,9 +6,10 @@
 -- with string.format('%d'), exact for such values (Redis's Lua formats %d as a 64-bit long).
 --
 -- The account hash ({o:ID}:acct) has the fields 'bal' (settled balance), 'held' (sum of open
--- holds), 'load' (the fence token of the rebuild that loaded it, see apply-late.lua) and, per
--- month, 'k|<yyyymm>|<keyId>' and 'p|<yyyymm>|<projectId>' (what is held against that key's or
--- project's cap; deleted at zero). A hold is a field of the reservations hash:
+-- holds), 'load' (the fence token of the rebuild that loaded it, see apply-late.lua), 'rev' (names
+-- the counters' state for adjust.lua), 'watch' ("<until ms>|<token>" while the reconciler records
+-- settled ids, see watch-settled.lua) and, per month, 'k|<yyyymm>|<keyId>' and
+-- 'p|<yyyymm>|<projectId>' (what is held against that key's or project's cap; deleted at zero). A hold is a field of the reservations hash:
 -- requestId -> "amount|yyyymm|keyId|projectId".
 
 local function int(value)
@@ -26,6 +27,18 @@ local function smallest_argv(first, step)
     end
   end
   return smallest
+end
+
+-- Adds a settled request id to the reconciler's watch set while the watch (the account's 'watch'
+-- field, or nil) runs at `now_ms`.
+local function record_watched(watch_key, watch, request_id, now_ms)
+  if watch then
+    local until_ms = tonumber(string.match(watch, '^(%d+)|'))
+    if until_ms > tonumber(now_ms) then
+      redis.call('SADD', watch_key, request_id)
+      redis.call('PEXPIRE', watch_key, until_ms - tonumber(now_ms) + 60000)
+    end
+  end
 end
 
 local function parse_hold(record)

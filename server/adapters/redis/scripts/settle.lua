@@ -8,6 +8,7 @@
 -- KEYS[6] {o:ID}:fence  set by begin-load.lua while a rebuild reads the ledger
 -- KEYS[7] {o:ID}:kept   hash: requestId -> "cost|yyyymm|keyId|projectId", settlements that came
 --                       while the counters were absent (applied by finish-load.lua)
+-- KEYS[8] {o:ID}:watch  set: ids settled while the reconciler watches (watch-settled.lua)
 -- ARGV[1] yyyymm (the admissions' month)   ARGV[2] ms the month's spend counters live
 -- ARGV[3] ms kept settlements live
 -- then six per settlement: requestId, keyId, projectId, cost uEGP, now ms, ms the settled id is
@@ -21,9 +22,9 @@ local month = ARGV[1]
 -- Set once a settlement adds to the month's spends: their expiry is pushed out once per run.
 local spent = false
 
-local function settle(request_id, key_id, project_id, cost_text, forget_at_ms)
+local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_at_ms)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
-  local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field)
+  local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field, 'watch')
   if not account[1] then
     if redis.call('EXISTS', KEYS[6]) == 1 then
       return {'loading'}
@@ -37,6 +38,7 @@ local function settle(request_id, key_id, project_id, cost_text, forget_at_ms)
   if redis.call('ZADD', KEYS[5], 'NX', forget_at_ms, request_id) == 0 then
     return {'already_settled'}
   end
+  record_watched(KEYS[8], account[5], request_id, now_ms)
 
   local cost = tonumber(cost_text)
   local new_balance = int(tonumber(account[1]) - cost) -- nil once written
@@ -80,7 +82,7 @@ end
 
 local replies = {}
 for i = 4, #ARGV, 6 do
-  replies[#replies + 1] = settle(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 5])
+  replies[#replies + 1] = settle(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
 end
 if spent then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])

@@ -92,6 +92,28 @@ describeEachDatabase('readCounters', (context) => {
     ])
   })
 
+  test('findUsageRows gives the rows of the asked ids that the snapshot did not hold, and the ids without a row', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant({ balanceMicros: 1_000n })
+    const org = tenant.organizationId
+    await db.usage.insertUsageEvents([usageEvent({ orgId: org, requestId: `req_held_${org}`, costMicros: 3n, createdAt: new Date() })])
+
+    const { snapshot } = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    await db.usage.insertUsageEvents([
+      usageEvent({ orgId: org, requestId: `req_after_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros: 5n, createdAt: new Date('2026-05-31T21:30:00Z') }),
+      usageEvent({ orgId: org, requestId: `req_not_asked_${org}`, costMicros: 7n, createdAt: new Date() }),
+      // Another organization's row under an asked id is not this organization's.
+      usageEvent({ orgId: 'org_someone_else', requestId: `req_theirs_${org}`, costMicros: 11n, createdAt: new Date() }),
+    ])
+    const asked = [`req_held_${org}`, `req_after_${org}`, `req_missing_${org}`, `req_theirs_${org}`]
+
+    expect(await db.ledger.findUsageRows(org, snapshot!, asked, 'Africa/Cairo')).toEqual({
+      after: [{ requestId: `req_after_${org}`, keyId: 'key_a', projectId: 'proj_a', month: '202606', costMicros: 5n }],
+      missingIds: [`req_missing_${org}`, `req_theirs_${org}`],
+    })
+    expect(await db.ledger.findUsageRows(org, snapshot!, [], 'Africa/Cairo')).toEqual({ after: [], missingIds: [] })
+  })
+
   if (context.kind === 'postgres') {
     test('a row whose transaction was still open during the read is found once it commits', async () => {
       const { db, databaseUrl } = context.current

@@ -107,7 +107,7 @@ describe('openDatabaseInWorker: reads', () => {
     expect(typeof counters.balanceMicros).toBe('bigint')
   })
 
-  test('finds the usage rows written after a read of the counters', async () => {
+  test('finds the usage rows written after a read of the counters, by time and by request id', async () => {
     const tenant = await db.createDemoTenant()
     const org = tenant.organizationId
     const { snapshot } = await db.ledger.readCounters(org, '202606', 'Asia/Riyadh')
@@ -118,6 +118,10 @@ describe('openDatabaseInWorker: reads', () => {
     expect(await db.ledger.readUsageAfter(org, snapshot!, Date.parse('2026-06-01T00:00:00Z'), Date.parse('2026-08-01T00:00:00Z'), 'Asia/Riyadh')).toEqual([
       { requestId: late.requestId, keyId: late.keyId, projectId: late.projectId, month: '202607', costMicros: 3n },
     ])
+    expect(await db.ledger.findUsageRows(org, snapshot!, [late.requestId, 'req_not_written'], 'Asia/Riyadh')).toEqual({
+      after: [{ requestId: late.requestId, keyId: late.keyId, projectId: late.projectId, month: '202607', costMicros: 3n }],
+      missingIds: ['req_not_written'],
+    })
   })
 
   test('creates demo tenants whose keys authenticate through the worker', async () => {
