@@ -9,15 +9,17 @@ import { LateUsageFollowUp, lookbackFor, type LedgerLoad } from '../core/late-us
 import { demoCatalogPath, readCatalogFile } from '../catalog-file'
 import { formatEgp } from '../core/money'
 import type { LateUsageReader } from '../core/ports'
-import { reconcileOrganization, type Reconciliation } from '../core/reconcile'
+import { reconcileAccounts, type BillingAccount, type Reconciliation } from '../core/reconcile'
 import { CliError, UsageError } from './cli-errors'
 import { withDatabase } from './with-database'
 
 export const reconcileUsage = `Usage: bun server/cli.ts reconcile [--json] [--dry-run]
 
 Compares the admission counters in Redis (REDIS_URL) with the ledger in the database and repairs
-them: counters Redis lost are rebuilt, a balance or month spend that drifted is replaced (open holds
-are kept), expired holds are released. Prints one line per organization that was not in step.
+them: counters Redis lost are rebuilt, a balance or month spend that drifted is brought back to the
+ledger (open holds, and what settles meanwhile, are kept), expired holds are released. Gateways may
+keep serving: requests settled while it looks are counted on both sides. A drift is repaired when
+a second look 5 s later finds it the same. Prints one line per organization that was not in step.
 After rebuilding counters it waits 5 s, then debits the usage rows gateways wrote since its read
 for requests settled before Redis lost the counters.
   --json      print one JSON object per organization
@@ -44,6 +46,21 @@ function toJson(result: Reconciliation): string {
     project_drift_micros: Object.fromEntries([...result.drift.projects].map(([id, value]) => [id, value.toString()])),
     released_holds: result.releasedHolds,
   })
+}
+
+function summary(results: Reconciliation[], dryRun: boolean): string {
+  const said: Record<Reconciliation['outcome'], string> = {
+    in_step: 'in step',
+    repaired: 'repaired',
+    drifted: dryRun ? 'drifted (would be repaired)' : 'drifted differently on the second look (run again)',
+    unsettled: 'still settling (run again)',
+    rebuilt: 'rebuilt',
+    absent: 'without counters (would be rebuilt)',
+  }
+  const counts = new Map<Reconciliation['outcome'], number>()
+  for (const { outcome } of results) counts.set(outcome, (counts.get(outcome) ?? 0) + 1)
+  const parts = [...counts].map(([outcome, count]) => `${count} ${said[outcome]}`)
+  return `${results.length} organizations checked${parts.length > 0 ? `: ${parts.join(', ')}` : ''}.`
 }
 
 /**
@@ -81,14 +98,11 @@ export async function runReconcileCommand(args: string[], env: Record<string, st
       {
         viaGateway: async () => null,
         async direct(database) {
-          const found: Reconciliation[] = []
           const loads: LedgerLoad[] = []
-          for (const account of await listBillingAccounts(database.drizzle)) {
-            const loaded = (read: LedgerCounters, readAtMs: number, loadToken: string) => {
-              if (read.snapshot !== undefined) loads.push({ orgId: account.orgId, month: read.month, timeZone: account.timeZone, snapshot: read.snapshot, readAtMs, loadToken })
-            }
-            found.push(await reconcileOrganization(store, database.ledger, account, Date.now(), { repair: !dryRun, loaded }))
+          const loaded = ({ orgId, timeZone }: BillingAccount, read: LedgerCounters, readAtMs: number, loadToken: string) => {
+            if (read.snapshot !== undefined) loads.push({ orgId, month: read.month, timeZone, snapshot: read.snapshot, readAtMs, loadToken })
           }
+          const found = await reconcileAccounts(store, database.ledger, await listBillingAccounts(database.drizzle), { repair: !dryRun, loaded })
           // The catalog the gateways serve (the file and the operators' stored deployments) says how
           // long their requests may have run.
           const longestRequestMs = async () => {
@@ -106,7 +120,7 @@ export async function runReconcileCommand(args: string[], env: Record<string, st
       if (values.json) console.log(toJson(result))
       else if (result.outcome !== 'in_step' || result.releasedHolds > 0) console.log(describe(result))
     }
-    if (!values.json) console.log(`${results.length} organizations checked, ${results.filter((result) => result.outcome !== 'in_step').length} ${dryRun ? 'would be repaired' : 'repaired'}.`)
+    if (!values.json) console.log(summary(results, dryRun))
   } finally {
     await redis.close()
   }

@@ -1,26 +1,18 @@
 import type { AdmissionStore } from './admission'
-import type { LedgerReader } from './ports'
-import { reconcileOrganization, type BillingAccount, type Reconciliation } from './reconcile'
+import type { LedgerReader, UsageRowFinder } from './ports'
+import { driftSignature, reconcileAccounts, type BillingAccount, type Reconciliation, type ReconcileOptions } from './reconcile'
 
-export interface PeriodicReconcilerOptions {
+export interface PeriodicReconcilerOptions extends Pick<ReconcileOptions, 'rowWaitMs' | 'rowLooks' | 'batchSize' | 'sleep'> {
   intervalMs: number
   now?: () => number
   log?: (message: string) => void
 }
 
-/** Store minus ledger for one organization, as one comparable string; '' when in step. */
-function driftSignature(result: Reconciliation): string {
-  if (result.outcome !== 'repaired') return ''
-  const entries = (map: Map<string, bigint>) => [...map].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, value]) => `${id}=${value}`)
-  return [`balance=${result.drift.balanceMicros}`, ...entries(result.drift.keys), ...entries(result.drift.projects)].join(',')
-}
-
 /**
- * Reconciles the admission counters of every organization with the ledger while the gateway runs:
- * expired holds are released on every pass; drift is repaired only when a pass finds exactly the
- * drift the previous pass found. Usage rows reach the ledger in batches a moment after their
- * settlement, so a drift that moves between passes is traffic in flight, not an error, and
- * replacing the counters then would hand out credit that is already spent.
+ * Reconciles the admission counters of every organization with the ledger while the gateway runs
+ * (`reconcileAccounts`): expired holds are released on every pass; a drift is repaired when the
+ * pass before found it the same (a usage row that took long to reach the ledger reads as drift on
+ * one pass only). Organizations without counters are left to their next request.
  */
 export class PeriodicReconciler {
   private timer: ReturnType<typeof setTimeout> | null = null
@@ -28,16 +20,14 @@ export class PeriodicReconciler {
   private stopped = false
   /** Drift each organization showed on the last pass. */
   private readonly lastDrift = new Map<string, string>()
-  private readonly now: () => number
   private readonly log: (message: string) => void
 
   constructor(
     private readonly store: AdmissionStore,
-    private readonly ledger: LedgerReader,
+    private readonly ledger: LedgerReader & UsageRowFinder,
     private readonly listAccounts: () => Promise<BillingAccount[]>,
     private readonly options: PeriodicReconcilerOptions,
   ) {
-    this.now = options.now ?? Date.now
     this.log = options.log ?? ((message) => console.error(message))
   }
 
@@ -54,22 +44,22 @@ export class PeriodicReconciler {
 
   /** One pass over every organization; returns what it found. */
   async runOnce(): Promise<Reconciliation[]> {
-    const results: Reconciliation[] = []
-    for (const account of await this.listAccounts()) {
-      if (this.stopped) break
-      const observed = await reconcileOrganization(this.store, this.ledger, account, this.now(), { repair: false, loadMissing: false })
-      const signature = driftSignature(observed)
-      const seenBefore = signature !== '' && this.lastDrift.get(account.orgId) === signature
-      if (signature === '') this.lastDrift.delete(account.orgId)
-      else this.lastDrift.set(account.orgId, signature)
-      if (!seenBefore) {
-        results.push(observed)
-        continue
-      }
-      const repaired = await reconcileOrganization(this.store, this.ledger, account, this.now(), { repair: true, loadMissing: false })
-      this.lastDrift.delete(account.orgId)
-      this.log(`reconcile: ${account.orgId} ${repaired.month}: counters drifted from the ledger by ${driftSignature(repaired) || signature} micro-EGP; replaced from the ledger`)
-      results.push(repaired)
+    const accounts = await this.listAccounts()
+    const drifts = new Map<string, string>()
+    const results = await reconcileAccounts(this.store, this.ledger, accounts, {
+      ...this.options,
+      loadMissing: false,
+      stopped: () => this.stopped,
+      seenBefore: (orgId, drift) => {
+        const signature = driftSignature(drift)
+        drifts.set(orgId, signature)
+        return this.lastDrift.get(orgId) === signature
+      },
+    })
+    this.lastDrift.clear()
+    for (const result of results) {
+      if (result.outcome === 'drifted') this.lastDrift.set(result.orgId, drifts.get(result.orgId)!)
+      if (result.outcome === 'repaired') this.log(`reconcile: ${result.orgId} ${result.month}: counters drifted from the ledger by ${driftSignature(result.drift)} micro-EGP; repaired`)
     }
     return results
   }

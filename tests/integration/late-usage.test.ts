@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { admitLoaded, billingMonth, type AdmitRequest, type LedgerCounters } from '../../server/core/admission'
 import { LateUsageFollowUp, type LedgerLoad } from '../../server/core/late-usage'
-import { reconcileOrganization } from '../../server/core/reconcile'
+import { reconcileAccounts } from '../../server/core/reconcile'
 import type { UsageEvent } from '../../server/core/ports'
 import { admitRequest } from '../support/admission-requests'
 import { openRedisStores, type TestRedisStores } from '../support/admission-redis'
@@ -54,7 +54,7 @@ describeEachDatabase('the follow-up of a rebuild after Redis lost the counters',
     await db.usage.insertUsageEvents([await served(gatewayB, request(), 300n)])
 
     const account = { orgId, timeZone }
-    const drift = async () => (await reconcileOrganization(gatewayA, db.ledger, account, Date.now(), { repair: false, loadMissing: false })).drift
+    const drift = async () => (await reconcileAccounts(gatewayA, db.ledger, [account], { repair: false, loadMissing: false, rowWaitMs: 0 }))[0]!.drift
     // The first load is B's, for the organization's first request; the second is A's, after the loss.
     expect(loads).toHaveLength(2)
     return { orgId, gatewayA, beforeLoss: loads[0]!, rebuilt: loads[1]!, drift }
