@@ -219,8 +219,9 @@ export interface AdmissionStore {
    * Adds `change` to the balance and to `change.month`'s spends, if the counters are still at
    * `revision` (`WatchedSnapshot.revision`): the reconciler's repair, which keeps what was settled
    * since it read them. The counters get a new revision and are then no rebuild's (`applyLate`).
-   * False, with nothing written, when the revision moved (another repair, a load or a rebuild) or
-   * the counters are absent. A RangeError, with nothing written, when a result would leave the
+   * False, with nothing written, when the revision moved or the counters are absent: every change
+   * whose ledger row the repair's read may have counted gives a new revision (another repair, a
+   * load, a rebuild, a credit, late rows applied); settlements do not (their rows follow them). A RangeError, with nothing written, when a result would leave the
    * range of `load`'s counters.
    */
   adjust(orgId: string, revision: string, change: OrgCounters): Promise<boolean>

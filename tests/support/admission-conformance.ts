@@ -407,6 +407,29 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         expect((await snapshot(stale.orgId)).balanceMicros).toBe(2_000n)
       })
 
+      test('a credit, or late rows applied, after the look make its repair write nothing: the ledger read may have counted them; a settlement does not', async () => {
+        const credited = await organization(1_000n)
+        const creditLook = await watchedSnapshot(credited.orgId, await store().watchSettled(credited.orgId, startMs, untilMs))
+        const orgId = newOrgId()
+        const fence = await store().beginLoad(orgId, startMs)
+        await store().finishLoad(orgId, orgCounters(1_000n), fence!, [], startMs)
+        const lateLook = await watchedSnapshot(orgId, await store().watchSettled(orgId, startMs, untilMs))
+        const settledOrg = await organization(1_000n)
+        const settledLook = await watchedSnapshot(settledOrg.orgId, await store().watchSettled(settledOrg.orgId, startMs, untilMs))
+
+        await gateways()[1].credit(credited.orgId, 40n)
+        await gateways()[1].applyLate(orgId, '202501', [{ requestId: 'req_late_after_look', keyId: 'key_a', projectId: 'proj_a', month: '202501', costMicros: 40n }], startMs, fence!.token)
+        await settled(settledOrg.orgId, 40n, gateways()[1])
+        const repairs = await Promise.all([
+          store().adjust(credited.orgId, creditLook.revision, orgCounters(40n)),
+          store().adjust(orgId, lateLook.revision, orgCounters(-40n)),
+          store().adjust(settledOrg.orgId, settledLook.revision, orgCounters(-5n)),
+        ])
+
+        expect(repairs).toEqual([false, false, true])
+        expect([(await snapshot(credited.orgId)).balanceMicros, (await snapshot(orgId)).balanceMicros, (await snapshot(settledOrg.orgId)).balanceMicros]).toEqual([1_040n, 960n, 955n])
+      })
+
       test('refuses a change that would take a spend below zero or the balance out of range, writing nothing', async () => {
         const { orgId } = await organization(maxMicros - 10n, { keySpend: new Map([['key_a', 100n]]) })
         const taken = await watchedSnapshot(orgId, await store().watchSettled(orgId, startMs, untilMs))

@@ -229,6 +229,8 @@ export class InProcessAdmissionStore implements AdmissionStore {
       result.applied++
       result.debitedMicros += row.costMicros
     }
+    // A repair computed before counted these rows in its ledger read: it must not apply now.
+    if (result.applied > 0) org.revision = crypto.randomUUID()
     return result
   }
 
@@ -242,8 +244,10 @@ export class InProcessAdmissionStore implements AdmissionStore {
     }
     if (org.balance + amountMicros > maxMicros) throw creditOverflow(orgId, amountMicros)
     org.balance += amountMicros
-    // Its ledger row came first: a reconciler's ledger read and snapshot around it would disagree.
+    // Its ledger row came first: a reconciler's ledger read and snapshot around it would disagree,
+    // and a repair computed before would add it again.
     org.watch = null
+    org.revision = crypto.randomUUID()
     return 'credited'
   }
 

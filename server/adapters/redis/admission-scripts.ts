@@ -219,7 +219,7 @@ export interface ApplyLateParams {
 
 /** The rows applied and the micro-EGP debited, or null when the counters are absent or not the rebuild's. */
 export async function runApplyLate(client: RedisClient, keys: OrgKeys, p: ApplyLateParams): Promise<{ applied: number; debitedMicros: bigint } | null> {
-  const args = [p.month, String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs), p.loadToken]
+  const args = [p.month, String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs), p.loadToken, crypto.randomUUID()]
   for (const row of p.rows) args.push(row.requestId, String(row.costMicros), row.month, row.keyId, row.projectId)
   const reply = (await applyLateScript.run(client, [keys.account, keys.spend(p.month), keys.settled, keys.watch], args)) as [number, string] | []
   if (reply.length === 0) return null
@@ -229,7 +229,7 @@ export async function runApplyLate(client: RedisClient, keys: OrgKeys, p: ApplyL
 export type CreditReply = ['credited', string] | ['not_loaded' | 'overflow']
 
 export async function runCredit(client: RedisClient, keys: OrgKeys, amountMicros: bigint, maxBalanceMicros: bigint): Promise<CreditReply> {
-  const reply = await creditScript.run(client, [keys.account, keys.fence], [String(amountMicros), String(maxBalanceMicros)])
+  const reply = await creditScript.run(client, [keys.account, keys.fence], [String(amountMicros), String(maxBalanceMicros), crypto.randomUUID()])
   return reply as CreditReply
 }
 

@@ -9,8 +9,9 @@
 -- (as in settle.lua)
 -- ARGV[1] yyyymm of KEYS[2]   ARGV[2] now ms   ARGV[3] ms the applied ids are forgotten
 -- ARGV[4] ms the month's spend counters live   ARGV[5] the fence token of the rebuild whose read
--- the rows are late for
--- ARGV[6 ..] five per row: requestId, cost uEGP, yyyymm, keyId, projectId
+-- the rows are late for   ARGV[6] the counters' new revision if a row is applied (a reconciler's
+-- repair computed before would count it again, see adjust.lua)
+-- ARGV[7 ..] five per row: requestId, cost uEGP, yyyymm, keyId, projectId
 -- Reply: {} when the counters are absent or not that rebuild's (nothing written), else
 --   {rows applied, uEGP debited}
 if redis.call('HGET', KEYS[1], 'load') ~= ARGV[5] then
@@ -20,7 +21,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
 local watch = redis.call('HGET', KEYS[1], 'watch')
 local month = ARGV[1]
 local applied, debited, spent = 0, 0, false
-for i = 6, #ARGV, 5 do
+for i = 7, #ARGV, 5 do
   if redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[i]) == 1 then
     local cost = tonumber(ARGV[i + 1])
     applied = applied + 1
@@ -35,6 +36,9 @@ for i = 6, #ARGV, 5 do
 end
 if debited > 0 then
   redis.call('HSET', KEYS[1], 'bal', int(tonumber(redis.call('HGET', KEYS[1], 'bal')) - debited))
+end
+if applied > 0 then
+  redis.call('HSET', KEYS[1], 'rev', ARGV[6])
 end
 if spent then
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
