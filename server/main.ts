@@ -22,6 +22,7 @@ import { createRedisClient, waitForRedis } from './adapters/redis/client'
 import { RedisAdmissionStore } from './adapters/redis/admission-store'
 import { RedisChangeBus } from './adapters/redis/change-bus'
 import { RedisLoginLimiter } from './adapters/redis/login-limiter'
+import { redisPassLease } from './adapters/redis/pass-lease'
 import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
@@ -82,7 +83,13 @@ process.on('SIGHUP', () => void catalogReload.reload())
 const router = new Router()
 const probes = new HealthProbes(catalog, router, { check: probeDeployment })
 probes.start()
-const reconciler = config.reconcileIntervalS > 0 ? new PeriodicReconciler(admission, database.ledger, () => database.listBillingAccounts(), { intervalMs: config.reconcileIntervalS * 1000 }) : null
+const reconciler =
+  config.reconcileIntervalS > 0
+    ? new PeriodicReconciler(admission, database.ledger, () => database.listBillingAccounts(), {
+        intervalMs: config.reconcileIntervalS * 1000,
+        claimPass: redis ? redisPassLease(redis, 'nilegate:reconcile:lease') : undefined,
+      })
+    : null
 reconciler?.start()
 // Mail is kept in the outbox table; delivered over SMTP when configured, printed otherwise.
 const smtp = config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : null

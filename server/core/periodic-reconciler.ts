@@ -4,15 +4,25 @@ import { driftSignature, reconcileAccounts, type BillingAccount, type Reconcilia
 
 export interface PeriodicReconcilerOptions extends Pick<ReconcileOptions, 'rowWaitMs' | 'rowLooks' | 'batchSize' | 'sleep'> {
   intervalMs: number
+  /**
+   * Asked before each pass, with how long the claim should hold: false when another instance
+   * sharing the store has the pass (`redisPassLease`). Absent: every pass runs (one process).
+   */
+  claimPass?: (holdMs: number) => Promise<boolean>
   now?: () => number
   log?: (message: string) => void
 }
+
+// Passes come every 0.8 to 1.2 intervals.
+const minimumDelay = 0.8
 
 /**
  * Reconciles the admission counters of every organization with the ledger while the gateway runs
  * (`reconcileAccounts`): expired holds are released on every pass; a drift is repaired when the
  * pass before found it the same (a usage row that took long to reach the ledger reads as drift on
- * one pass only). Organizations without counters are left to their next request.
+ * one pass only). Organizations without counters are left to their next request. Instances that
+ * share a store take turns (`claimPass`), so the ledger is read once per interval, not once per
+ * instance, and their looks do not end each other's watches.
  */
 export class PeriodicReconciler {
   private timer: ReturnType<typeof setTimeout> | null = null
@@ -42,8 +52,10 @@ export class PeriodicReconciler {
     await this.running
   }
 
-  /** One pass over every organization; returns what it found. */
-  async runOnce(): Promise<Reconciliation[]> {
+  /** One pass over every organization; returns what it found, or null when another instance has the pass. */
+  async runOnce(): Promise<Reconciliation[] | null> {
+    // Held for the shortest wait between two passes: one instance in the fleet runs each.
+    if (this.options.claimPass && !(await this.options.claimPass(Math.floor(this.options.intervalMs * minimumDelay)))) return null
     const accounts = await this.listAccounts()
     const drifts = new Map<string, string>()
     const results = await reconcileAccounts(this.store, this.ledger, accounts, {
@@ -67,7 +79,7 @@ export class PeriodicReconciler {
   private schedule(): void {
     if (this.stopped) return
     // Jitter, so gateways started together do not reconcile in step.
-    const delay = this.options.intervalMs * (0.8 + Math.random() * 0.4)
+    const delay = this.options.intervalMs * (minimumDelay + Math.random() * 0.4)
     this.timer = setTimeout(() => {
       this.running = this.runOnce()
         .then(() => {}, (error: unknown) => this.log(`reconcile pass failed: ${(error as Error).message}`))

@@ -48,13 +48,13 @@ function fakeLedger(balances: Map<string, bigint>) {
   }
 }
 
-async function setup(storeBalance: bigint, ledgerBalance: bigint, sleep: (ms: number) => Promise<void> = async () => {}) {
+async function setup(storeBalance: bigint, ledgerBalance: bigint, sleep: (ms: number) => Promise<void> = async () => {}, claimPass?: (holdMs: number) => Promise<boolean>) {
   const store = new InProcessAdmissionStore()
   await store.load('org_busy', { month, balanceMicros: storeBalance, keySpend: new Map(), projectSpend: new Map() })
   const balances = new Map([['org_busy', ledgerBalance], ['org_idle', 5_000n]])
   const ledger = fakeLedger(balances)
   const logged: string[] = []
-  const reconciler = new PeriodicReconciler(store, ledger, async () => accounts, { intervalMs: 60_000, now: () => nowMs, log: (line) => logged.push(line), sleep: (ms) => sleep(ms) })
+  const reconciler = new PeriodicReconciler(store, ledger, async () => accounts, { intervalMs: 60_000, now: () => nowMs, log: (line) => logged.push(line), sleep: (ms) => sleep(ms), claimPass })
   return { store, balances, ledger, reconciler, logged, balance: async () => (await store.snapshot('org_busy', month))!.balanceMicros }
 }
 
@@ -66,10 +66,10 @@ async function settle(store: InProcessAdmissionStore, requestId: string, costMic
 
 test('a drift found on two passes in a row is repaired from the ledger, and logged', async () => {
   const { reconciler, balance, logged } = await setup(1_000n, 700n)
-  const first = await reconciler.runOnce()
+  const first = (await reconciler.runOnce())!
   expect(first.find((result) => result.orgId === 'org_busy')?.outcome).toBe('drifted')
   expect(await balance()).toBe(1_000n)
-  const second = await reconciler.runOnce()
+  const second = (await reconciler.runOnce())!
   expect(second.find((result) => result.orgId === 'org_busy')?.outcome).toBe('repaired')
   expect(await balance()).toBe(700n)
   expect(logged).toHaveLength(1)
@@ -106,7 +106,7 @@ test('requests settled before the ledger read whose rows reach it only later are
     return read
   }
 
-  const [busy] = await reconciler.runOnce()
+  const [busy] = (await reconciler.runOnce())!
 
   expect(busy!.outcome).toBe('in_step')
   expect(await balance()).toBe(940n)
@@ -122,7 +122,7 @@ test('a repair adds the difference, keeping what settled between the look and th
     return findUsageRows(orgId, snapshot, requestIds)
   }
 
-  const [busy] = await reconciler.runOnce()
+  const [busy] = (await reconciler.runOnce())!
 
   expect(busy!.outcome).toBe('repaired')
   expect(await balance()).toBe(650n)
@@ -130,7 +130,7 @@ test('a repair adds the difference, keeping what settled between the look and th
 
 test('organizations without counters are neither loaded nor read from the ledger', async () => {
   const { reconciler, ledger, store } = await setup(1_000n, 1_000n)
-  const results = await reconciler.runOnce()
+  const results = (await reconciler.runOnce())!
   expect(results.find((result) => result.orgId === 'org_idle')?.outcome).toBe('absent')
   expect(ledger.reads).not.toContain('org_idle')
   expect(await store.snapshot('org_idle', month)).toBeNull()
@@ -140,7 +140,27 @@ test('expired holds are released on every pass', async () => {
   const { reconciler, store } = await setup(1_000_000n, 1_000_000n)
   const admitted = await store.admit({ requestId: 'req_1', orgId: 'org_busy', keyId: 'key_1', projectId: 'proj_1', rpmLimit: 10, worstCaseMicros: 500n, keyCapMicros: null, projectCapMicros: null, nowMs: nowMs - 120_000, reservationTtlMs: 60_000, timeZone: 'Africa/Cairo' })
   expect(admitted.admitted).toBe(true)
-  const [busy] = await reconciler.runOnce()
+  const [busy] = (await reconciler.runOnce())!
   expect(busy!.releasedHolds).toBe(1)
   expect((await store.snapshot('org_busy', month))!.heldMicros).toBe(0n)
+})
+
+test('a pass another instance has claimed is skipped: nothing read, nothing released; the claim holds until the next pass may come', async () => {
+  const claims: number[] = []
+  let granted = false
+  const { reconciler, ledger, balance } = await setup(1_000n, 700n, undefined, async (holdMs) => {
+    claims.push(holdMs)
+    return granted
+  })
+
+  const skipped = await reconciler.runOnce()
+  granted = true
+  await reconciler.runOnce()
+  const ran = await reconciler.runOnce()
+
+  expect(skipped).toBeNull()
+  expect(ran!.find((result) => result.orgId === 'org_busy')?.outcome).toBe('repaired')
+  expect(ledger.reads.filter((orgId) => orgId === 'org_busy')).toHaveLength(2)
+  expect(await balance()).toBe(700n)
+  expect(claims).toEqual([48_000, 48_000, 48_000])
 })
