@@ -15,6 +15,10 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
     async readCounters(orgId: string, month: string, timeZone: string, requestIds: readonly string[] = []): Promise<LedgerCounters> {
       const year = Number(month.slice(0, 4))
       const monthNumber = Number(month.slice(4, 6))
+      // The month ends where the next begins in the zone. (`starts + interval '1 month'` adds a
+      // month in the session's zone: from 30 April 21:00 UTC, the start of May in Cairo, that is
+      // 30 May 21:00, a day short.)
+      const next = monthNumber === 12 ? { year: year + 1, month: 1 } : { year, month: monthNumber + 1 }
       const recorded = requestIds.length === 0
         ? sql``
         : sql`UNION ALL
@@ -23,7 +27,7 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
       const result = await db.execute(sql`
         WITH bounds AS (
           SELECT make_timestamptz(${year}, ${monthNumber}, 1, 0, 0, 0, ${timeZone}) AS starts,
-                 make_timestamptz(${year}, ${monthNumber}, 1, 0, 0, 0, ${timeZone}) + interval '1 month' AS ends)
+                 make_timestamptz(${next.year}, ${next.month}, 1, 0, 0, 0, ${timeZone}) AS ends)
         SELECT 'balance' AS kind, NULL AS id,
           (COALESCE((SELECT SUM(amount_micros) FROM credit_transactions WHERE org_id = ${orgId}), 0)
             - COALESCE((SELECT SUM(cost_micros) FROM usage_events WHERE org_id = ${orgId}), 0))::text AS amount

@@ -37,6 +37,25 @@ describeEachDatabase('readCounters', (context) => {
     expect(june.projectSpend).toEqual(new Map([['proj_a', 24n]]))
   })
 
+  test('a month runs to the start of the next in the zone: the last days of May and of March count (Cairo)', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant()
+    const org = tenant.organizationId
+    const row = (name: string, iso: string, costMicros: bigint) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date(iso) })
+    await db.usage.insertUsageEvents([
+      // 15:00 on 31 May in Cairo (UTC+3).
+      row('may_31', '2026-05-31T12:00:00Z', 1n),
+      // 14:00 on 29 March and 23:59:59 on 31 March in Cairo (UTC+2), then 00:00 on 1 April.
+      row('march_29', '2026-03-29T12:00:00Z', 10n),
+      row('march_31', '2026-03-31T21:59:59Z', 100n),
+      row('april_1', '2026-03-31T22:00:00Z', 1_000n),
+    ])
+
+    const spent = async (month: string) => (await db.ledger.readCounters(org, month, 'Africa/Cairo')).keySpend.get('key_a')
+
+    expect([await spent('202603'), await spent('202604'), await spent('202605')]).toEqual([110n, 1_000n, 1n])
+  })
+
   test('answers which of the asked request ids have usage rows of the organization, in the same read', async () => {
     const { db } = context.current
     const tenant = await db.createDemoTenant({ balanceMicros: 1_000n })
