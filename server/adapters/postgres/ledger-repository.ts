@@ -5,10 +5,12 @@ import type { Drizzle } from './drizzle'
 
 /**
  * Reads the counters admission starts from out of the ledger: the balance is every credit minus
- * every debit (usage rows), and a month's spend is the sum of the usage rows created in that
- * calendar month of the organization's time zone. One statement, so one snapshot: the balance, the
- * spends and which of the asked request ids have rows agree with each other, and the snapshot
- * itself is returned, for `readUsageAfter` to find the rows it did not hold.
+ * every debit (usage rows, summed per day in usage_totals, so the read does not grow with an
+ * organization's history), and a month's spend is the sum of the usage rows created in that
+ * calendar month of the organization's time zone. One statement, so one snapshot: the balance,
+ * the spends and which of the asked request ids have rows agree with each other (the sums change
+ * in the transaction of their rows), and the snapshot itself is returned, for `readUsageAfter` to
+ * find the rows it did not hold.
  */
 export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader & UsageRowFinder {
   return {
@@ -30,7 +32,7 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
                  make_timestamptz(${next.year}, ${next.month}, 1, 0, 0, 0, ${timeZone}) AS ends)
         SELECT 'balance' AS kind, NULL AS id,
           (COALESCE((SELECT SUM(amount_micros) FROM credit_transactions WHERE org_id = ${orgId}), 0)
-            - COALESCE((SELECT SUM(cost_micros) FROM usage_events WHERE org_id = ${orgId}), 0))::text AS amount
+            - COALESCE((SELECT SUM(cost_micros) FROM usage_totals WHERE org_id = ${orgId}), 0))::text AS amount
         UNION ALL
         SELECT 'key', key_id, SUM(cost_micros)::text FROM usage_events, bounds
           WHERE org_id = ${orgId} AND created_at >= starts AND created_at < ends GROUP BY key_id

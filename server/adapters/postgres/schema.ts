@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { bigint, bigserial, boolean, check, customType, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique } from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, check, customType, date, foreignKey, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, unique } from 'drizzle-orm/pg-core'
 
 /** Plan tiers; each has a default RPM ceiling. */
 export type PlanTier = 'free' | 'developer' | 'team' | 'enterprise'
@@ -186,6 +186,25 @@ export const usageEvents = pgTable(
     insertedXid: xid8('inserted_xid').default(sql`pg_current_xact_id()`),
   },
   (table) => [index('usage_events_org_id_created_at_index').on(table.orgId, table.createdAt)],
+)
+
+/**
+ * Usage rows summed per organization and day (UTC), kept by triggers on usage_events in the
+ * transaction that writes the rows (migration 0005): an organization's balance is every credit
+ * minus every debit, and reads these sums instead of every row the organization ever made. Each
+ * writing transaction adds to one of 16 shards of the day, so that gateways writing batches of one
+ * organization at once do not queue behind one row's lock.
+ */
+export const usageTotals = pgTable(
+  'usage_totals',
+  {
+    orgId: text('org_id').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    shard: smallint('shard').notNull(),
+    costMicros: micros('cost_micros').notNull(),
+    requests: bigint('requests', { mode: 'number' }).notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.orgId, table.day, table.shard] })],
 )
 
 /** Dashboard sessions: opaque access tokens, stored as SHA-256 hashes. */

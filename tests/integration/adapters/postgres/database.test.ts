@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm'
 import { openDatabase, seedDemoIfEmpty, type Database } from '../../../../server/adapters/postgres/database'
 import journal from '../../../../server/adapters/postgres/migrations/meta/_journal.json'
 import { describeEachDatabase } from '../../../support/databases'
+import { usageEvent } from '../../../support/usage-events'
 
 const migrationCount = journal.entries.length
 
@@ -34,8 +35,27 @@ describeEachDatabase('openDatabase', (context) => {
 
     expect(await countAppliedMigrations(db)).toBe(migrationCount)
     expect(await countPublicTables(db)).toBe(tablesBefore)
-    // 7 of the inference core, 7 of governance (migration 0001), deployments (0002).
-    expect(tablesBefore).toBe(15)
+    // 7 of the inference core, 7 of governance (migration 0001), deployments (0002), usage totals (0005).
+    expect(tablesBefore).toBe(16)
+  })
+
+  test('the usage totals migration sums the rows written before it, and the triggers carry on from there', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant({ balanceMicros: 10_000n })
+    const org = tenant.organizationId
+    const row = (name: string, costMicros: bigint, createdAt: string) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date(createdAt) })
+    await db.usage.insertUsageEvents([row('a', 10n, '2026-06-01T10:00:00Z'), row('b', 20n, '2026-06-01T10:05:00Z')])
+    // The database as it was before migration 0005, with its rows.
+    const totals = journal.entries.find((entry) => entry.tag === '0005_usage_totals')!
+    await db.drizzle.execute(sql`DROP TABLE usage_totals`)
+    await db.drizzle.execute(sql`DROP FUNCTION nilegate_add_usage_totals() CASCADE`)
+    await db.drizzle.execute(sql`DELETE FROM drizzle.__drizzle_migrations WHERE created_at = ${totals.when}`)
+
+    await db.migrate()
+    await db.usage.insertUsageEvents([row('c', 40n, '2026-06-01T10:10:00Z')])
+
+    expect((await db.ledger.readCounters(org, '202606', 'Africa/Cairo')).balanceMicros).toBe(10_000n - 70n)
+    expect(await countAppliedMigrations(db)).toBe(migrationCount)
   })
 
   if (context.kind === 'postgres') {

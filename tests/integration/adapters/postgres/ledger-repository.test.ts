@@ -1,4 +1,5 @@
 import { expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { describeEachDatabase } from '../../../support/databases'
 import { usageEvent } from '../../../support/usage-events'
@@ -35,6 +36,33 @@ describeEachDatabase('readCounters', (context) => {
     expect(june.month).toBe('202606')
     expect(june.keySpend).toEqual(new Map([['key_a', 11n], ['key_b', 13n]]))
     expect(june.projectSpend).toEqual(new Map([['proj_a', 24n]]))
+  })
+
+  test('the balance reads the daily sums kept with the rows whoever writes them: batches, a replayed batch, SQL by hand inserting, updating and deleting', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant({ balanceMicros: 1_000_000n })
+    const org = tenant.organizationId
+    const at = (iso: string) => new Date(iso)
+    const batch = [
+      usageEvent({ orgId: org, requestId: `req_1_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros: 100n, createdAt: at('2026-06-10T10:01:00Z') }),
+      usageEvent({ orgId: org, requestId: `req_2_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros: 200n, createdAt: at('2026-06-10T10:14:59Z') }),
+      usageEvent({ orgId: org, requestId: `req_3_${org}`, keyId: 'key_b', projectId: 'proj_b', costMicros: 300n, createdAt: at('2026-06-10T10:15:00Z') }),
+    ]
+    await db.usage.insertUsageEvents(batch)
+    // A write retried after it committed, with one new row.
+    await db.usage.insertUsageEvents([...batch, usageEvent({ orgId: org, requestId: `req_4_${org}`, keyId: 'key_b', projectId: 'proj_a', costMicros: 400n, createdAt: at('2026-06-20T00:00:00Z') })])
+    await db.drizzle.execute(sql`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at)
+      VALUES (${`req_5_${org}`}, ${org}, 'proj_a', 'key_c', 'm', 'chat.completions', false, 1, 1, 500, 200, 1, NULL, '2026-06-11T00:00:00Z')`)
+    // An operator's corrections: a cost lowered and moved to May in Cairo, a row removed.
+    await db.drizzle.execute(sql`UPDATE usage_events SET cost_micros = 150, created_at = '2026-05-31T20:00:00Z' WHERE request_id = ${`req_3_${org}`}`)
+    await db.drizzle.execute(sql`DELETE FROM usage_events WHERE request_id = ${`req_2_${org}`}`)
+
+    const june = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    const may = await db.ledger.readCounters(org, '202605', 'Africa/Cairo')
+
+    expect(june.balanceMicros).toBe(1_000_000n - 100n - 150n - 400n - 500n)
+    expect([june.keySpend, june.projectSpend]).toEqual([new Map([['key_a', 100n], ['key_b', 400n], ['key_c', 500n]]), new Map([['proj_a', 1_000n]])])
+    expect([may.keySpend, may.projectSpend]).toEqual([new Map([['key_b', 150n]]), new Map([['proj_b', 150n]])])
   })
 
   test('a month runs to the start of the next in the zone: the last days of May and of March count (Cairo)', async () => {
@@ -155,6 +183,27 @@ describeEachDatabase('readCounters', (context) => {
       } finally {
         await writer.end()
       }
+    })
+  }
+
+  if (context.kind === 'postgres') {
+    test('the daily sums stay exact when gateways write batches of one organization at once', async () => {
+      const { db } = context.current
+      const tenant = await db.createDemoTenant({ balanceMicros: 10_000_000n })
+      const org = tenant.organizationId
+      const keys = ['key_a', 'key_b', 'key_c', 'key_d']
+      const batches = Array.from({ length: 12 }, (_, b) =>
+        Array.from({ length: 50 }, (_, i) =>
+          usageEvent({ orgId: org, requestId: `req_${b}_${i}_${org}`, keyId: keys[(b % 2 === 0 ? i : 3 * i) % 4]!, projectId: 'proj_a', costMicros: BigInt(1 + i), createdAt: new Date('2026-06-10T10:00:00Z') }),
+        ).reverse(),
+      )
+
+      await Promise.all(batches.map((events) => db.usage.insertUsageEvents(events)))
+      const counters = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+
+      const perBatch = (50n * 51n) / 2n
+      expect(counters.balanceMicros).toBe(10_000_000n - 12n * perBatch)
+      expect([...counters.keySpend.values()].reduce((a, b) => a + b)).toBe(12n * perBatch)
     })
   }
 })
