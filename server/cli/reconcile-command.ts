@@ -52,7 +52,7 @@ function summary(results: Reconciliation[], dryRun: boolean): string {
   const said: Record<Reconciliation['outcome'], string> = {
     in_step: 'in step',
     repaired: 'repaired',
-    drifted: dryRun ? 'drifted (would be repaired)' : 'drifted differently on the second look (run again)',
+    drifted: dryRun ? 'drifted (would be repaired)' : 'drifted, not repaired: the second look differed or the counters changed meanwhile (run again)',
     unsettled: 'still settling (run again)',
     rebuilt: 'rebuilt',
     absent: 'without counters (would be rebuilt)',

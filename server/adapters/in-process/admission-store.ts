@@ -59,7 +59,7 @@ interface OrgState {
   settled: RecentIds
   /** The fence token of the rebuild that loaded these counters; null once `load` or `adjust` changed them. */
   loadToken: string | null
-  /** Names the counters' state for `adjust`: new at each load, rebuild and adjustment. */
+  /** Names the counters' state for `adjust`: new at each load, rebuild, adjustment, credit and late rows applied. */
   revision: string
   /** Settled ids recorded for the reconciler (`watchSettled`). */
   watch: { token: string; untilMs: number; ids: string[] } | null
