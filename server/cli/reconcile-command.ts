@@ -22,7 +22,9 @@ keep serving: requests settled while it looks are counted on both sides. A drift
 a second look 5 s later finds it the same. Prints one line per organization that was not in step.
 After rebuilding counters it waits 5 s, then debits the usage rows gateways wrote since its read
 for requests settled before Redis lost the counters.
-  --json      print one JSON object per organization
+  --json      print one JSON object per organization; its outcome is in_step, repaired, drifted
+              (found, not repaired), unsettled (usage rows still on their way: run again),
+              rebuilt or absent (no counters, on a dry run)
   --dry-run   report drift without repairing it (expired holds are still released)
 
 An embedded gateway keeps its counters in process and rebuilds them from the ledger when it starts.`
