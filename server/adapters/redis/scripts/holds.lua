@@ -9,8 +9,8 @@
 -- holds), 'load' (the fence token of the rebuild that loaded it, see apply-late.lua), 'rev' (names
 -- the counters' state for adjust.lua), 'watch' ("<until ms>|<token>" while the reconciler records
 -- settled ids, see watch-settled.lua) and, per month, 'k|<yyyymm>|<keyId>' and
--- 'p|<yyyymm>|<projectId>' (what is held against that key's or project's cap; deleted at zero). A hold is a field of the reservations hash:
--- requestId -> "amount|yyyymm|keyId|projectId".
+-- 'p|<yyyymm>|<projectId>' (what is held against that key's or project's cap; deleted at zero).
+-- A hold is a field of the reservations hash: requestId -> "amount|yyyymm|keyId|projectId".
 
 local function int(value)
   return string.format('%d', value)
