@@ -22,7 +22,8 @@ export interface Reconciliation {
    * - `in_step`: the counters hold exactly what the ledger records;
    * - `repaired`: they had drifted, the same on two looks in a row, and were brought back;
    * - `drifted`: they had drifted and were left so: a dry run, a drift that was not the same on a
-   *   second look, or counters that changed otherwise meanwhile (another gateway's repair);
+   *   second look, or counters that changed otherwise before the repair (a credit, late rows
+   *   applied, another gateway's repair);
    * - `unsettled`: not measured this time: usage rows of settled requests had not reached the
    *   ledger yet, or a credit, load or rebuild changed the counters while they were looked at;
    * - `rebuilt`: the store had no counters and they were rebuilt from the ledger;
@@ -41,7 +42,10 @@ export interface ReconcileOptions {
    * next request: idle organizations cost no ledger read and no memory.
    */
   loadMissing?: boolean
-  /** Hears of counters it rebuilt, for their follow-up (late-usage.ts): what it read, when the read began, the rebuild's fence token. */
+  /**
+   * Hears of counters it rebuilt, for their follow-up (late-usage.ts): what it read, when the read
+   * began, the rebuild's fence token.
+   */
   loaded?: (account: BillingAccount, read: LedgerCounters, readAtMs: number, loadToken: string) => void
   /**
    * How long a settled request's usage row usually takes to reach the ledger (a gateway writes a
