@@ -51,7 +51,7 @@ test('the gateways repair counters that drifted from the ledger while requests k
     await redis.hIncrBy(account, 'bal', 12_345)
     const repairedLine = /reconcile: (\S+) (\d{6}): counters drifted from the ledger by balance=12345 micro-EGP; repaired/
 
-    const [line] = await Promise.race(gateways.map((gateway) => gateway.waitForOutput(repairedLine, 20_000)))
+    const [line] = await Promise.race(gateways.map((gateway) => gateway.waitForOutput(repairedLine, 30_000)))
     running = false
     await traffic
     // Every usage row written, the last settlements' included.
