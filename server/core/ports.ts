@@ -118,7 +118,7 @@ export interface UsageRowFinder {
   findUsageRows(orgId: string, snapshot: string, requestIds: readonly string[], timeZone: string): Promise<UsageRowsFound>
 }
 
-/** What `LateUsageReader.findUsageRows` found. */
+/** What `UsageRowFinder.findUsageRows` found. */
 export interface UsageRowsFound {
   /** Rows written after the snapshot. */
   after: import('./admission').LateUsage[]
