@@ -116,7 +116,8 @@ describeEachDatabase('reconcileAccounts', (context) => {
           }
         }
         const traffic = Promise.all(Array.from({ length: 8 }, (_, worker) => gateway(worker)))
-        const options: ReconcileOptions = { rowWaitMs: 250, confirmAfterMs: 300 }
+        // Up to 5 s for rows on their way: a loaded machine may write a batch late.
+        const options: ReconcileOptions = { rowWaitMs: 250, rowLooks: 20, confirmAfterMs: 300 }
         try {
           while (served < 200) await Bun.sleep(10)
           const [inStep] = await reconcileAccounts(store(), db.ledger, [account], options)
