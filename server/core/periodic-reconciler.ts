@@ -56,21 +56,15 @@ export class PeriodicReconciler {
   async runOnce(): Promise<Reconciliation[] | null> {
     // Held for the shortest wait between two passes: one instance in the fleet runs each.
     if (this.options.claimPass && !(await this.options.claimPass(Math.floor(this.options.intervalMs * minimumDelay)))) return null
-    const accounts = await this.listAccounts()
-    const drifts = new Map<string, string>()
-    const results = await reconcileAccounts(this.store, this.ledger, accounts, {
+    const results = await reconcileAccounts(this.store, this.ledger, await this.listAccounts(), {
       ...this.options,
       loadMissing: false,
       stopped: () => this.stopped,
-      seenBefore: (orgId, drift) => {
-        const signature = driftSignature(drift)
-        drifts.set(orgId, signature)
-        return this.lastDrift.get(orgId) === signature
-      },
+      seenBefore: (orgId, drift) => this.lastDrift.get(orgId) === driftSignature(drift),
     })
     this.lastDrift.clear()
     for (const result of results) {
-      if (result.outcome === 'drifted') this.lastDrift.set(result.orgId, drifts.get(result.orgId)!)
+      if (result.outcome === 'drifted') this.lastDrift.set(result.orgId, driftSignature(result.drift))
       if (result.outcome === 'repaired') this.log(`reconcile: ${result.orgId} ${result.month}: counters drifted from the ledger by ${driftSignature(result.drift)} micro-EGP; repaired`)
     }
     return results
