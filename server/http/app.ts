@@ -71,8 +71,13 @@ export function buildApp(deps: AppDeps) {
   const app = new Elysia({ name: 'nilegate', normalize: false })
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = newRequestId()
-      set.headers['access-control-allow-origin'] = '*'
-      set.headers['access-control-expose-headers'] = exposedHeaders
+      // Browsers send Origin with every cross-origin request, and only they read CORS headers: a
+      // POST without Origin (SDKs, servers) goes without them, as each header costs the hot path
+      // about half a microsecond. Other methods keep them, so a cached GET serves browsers too.
+      if (request.method !== 'POST' || request.headers.get('origin') !== null) {
+        set.headers['access-control-allow-origin'] = '*'
+        set.headers['access-control-expose-headers'] = exposedHeaders
+      }
       if (request.method === 'OPTIONS') {
         set.headers['access-control-allow-methods'] = 'GET, POST, DELETE, OPTIONS'
         set.headers['access-control-allow-headers'] = request.headers.get('access-control-request-headers') ?? 'authorization, content-type'

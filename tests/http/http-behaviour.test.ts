@@ -102,4 +102,23 @@ describe('routes', () => {
     expect(response.headers.get('access-control-allow-headers')).toBe('authorization, x-stainless-os')
     expect(response.headers.get('access-control-allow-origin')).toBe('*')
   })
+
+  test('a browser reads the answers and errors of a POST; a POST without Origin gets no CORS headers', async () => {
+    const { send } = await testApp()
+    const browser = { origin: 'https://app.example' }
+
+    const answered = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest()), browser)
+    const refused = await send('POST', '/v1/chat/completions', '{"model": 1}', browser)
+    const fromServer = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest()))
+    const models = await send('GET', '/v1/models')
+
+    for (const response of [answered, refused]) {
+      expect(response.headers.get('access-control-allow-origin')).toBe('*')
+      expect(response.headers.get('access-control-expose-headers')).toContain('X-Request-Id')
+    }
+    expect([answered.status, refused.status, fromServer.status]).toEqual([200, 400, 200])
+    expect(fromServer.headers.get('access-control-allow-origin')).toBeNull()
+    expect(fromServer.headers.get('x-request-id')).toStartWith('req_')
+    expect(models.headers.get('access-control-allow-origin')).toBe('*')
+  })
 })
