@@ -8,6 +8,7 @@
  */
 import { GatewayError } from '@nilegate/shared/errors'
 import { billingMonth } from './admission-month'
+import { answerWithin } from './answer-within'
 import { formatEgp } from './money'
 
 export { billingMonth, defaultBillingTimeZone } from './admission-month'
@@ -462,18 +463,66 @@ export type LoadedFromLedger = (read: LedgerCounters, readAtMs: number, loadToke
 // its fence was interrupted by a credit, which is rare.
 const rebuildAttempts = 3
 
+/** How `admitLoaded` rebuilds absent counters and how long it waits for them. */
+export interface AdmitLoadedOptions {
+  /** Times the rebuild; Date.now when absent. */
+  now?: () => number
+  /** Hears of a rebuild that loaded. */
+  loaded?: LoadedFromLedger
+  /**
+   * How long the admission waits for the counters to be rebuilt before it rejects with
+   * NoAnswerInTime; the rebuild goes on for the admissions after it. No limit when absent.
+   */
+  waitMs?: number
+}
+
+interface RunningRebuild {
+  startedAtMs: number
+  done: Promise<boolean>
+}
+
+/** The rebuilds this process runs, by store, then organization and month. */
+const runningRebuilds = new WeakMap<AdmissionStore, Map<string, RunningRebuild>>()
+
+/**
+ * The rebuild of the organization's counters that this process is running, joined, or a new one.
+ * After Redis lost its data, every request in flight finds its organization's counters absent:
+ * without this each would read the organization's ledger, all at once. A rebuild running for
+ * longer than `waitMs` is not joined: it may hang on a database that stopped answering, and the
+ * admissions after it should try again rather than wait on it.
+ */
+function joinRebuild(store: AdmissionStore, orgId: string, month: string, waitMs: number, start: () => Promise<boolean>): Promise<boolean> {
+  let running = runningRebuilds.get(store)
+  if (!running) runningRebuilds.set(store, (running = new Map()))
+  const key = `${orgId}|${month}`
+  const current = running.get(key)
+  if (current && performance.now() - current.startedAtMs < waitMs) return current.done
+  const rebuild: RunningRebuild = { startedAtMs: performance.now(), done: start() }
+  running.set(key, rebuild)
+  const forget = () => {
+    if (running.get(key) === rebuild) running.delete(key)
+  }
+  rebuild.done.then(forget, forget)
+  return rebuild.done
+}
+
 /**
  * Admits, rebuilding the organization's counters when the store has none (a new organization, or
- * Redis lost its data). When two gateways rebuild at once, they share a fence and the first load
- * wins. Still not loaded after a few rebuilds: service_unavailable. `now` times the rebuild;
- * `loaded` hears of a rebuild that loaded.
+ * Redis lost its data). The admissions of one organization in this process share one rebuild,
+ * which outlives an admission that stops waiting for it (`waitMs`). When two gateways rebuild at
+ * once, they share a fence and the first load wins. Still not loaded after a few rebuilds:
+ * service_unavailable.
  */
-export async function admitLoaded(store: AdmissionStore, request: AdmitRequest, readLedger: ReadLedger, now: () => number = Date.now, loaded?: LoadedFromLedger): Promise<Admitted | ClientRefusal> {
+export async function admitLoaded(store: AdmissionStore, request: AdmitRequest, readLedger: ReadLedger, options: AdmitLoadedOptions = {}): Promise<Admitted | ClientRefusal> {
+  const { now = Date.now, loaded, waitMs = Number.POSITIVE_INFINITY } = options
   const month = billingMonth(request.nowMs, request.timeZone)
+  const startedAtMs = performance.now()
   for (let attempt = 0; attempt <= rebuildAttempts; attempt++) {
     const result = await store.admit(request)
     if (result.admitted || result.reason !== 'not_loaded') return result
-    if (attempt < rebuildAttempts) await rebuildCounters(store, request.orgId, month, now, readLedger, loaded)
+    if (attempt === rebuildAttempts) break
+    const rebuild = joinRebuild(store, request.orgId, month, waitMs, () => rebuildCounters(store, request.orgId, month, now, readLedger, loaded))
+    await (Number.isFinite(waitMs) ? answerWithin(rebuild, Math.max(0, waitMs - (performance.now() - startedAtMs)), 'the ledger') : rebuild)
   }
   throw new GatewayError('service_unavailable')
 }

@@ -1,8 +1,8 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import { longestRequestMs, type Catalog, type CatalogModel, type Deployment } from './catalog'
 import { costMicros } from './money'
-import { admitLoaded, refusalError, type AdmissionStore, type Admitted, type LedgerCounters } from './admission'
-import { answerWithin } from './answer-within'
+import { admitLoaded, defaultLoadFenceMs, refusalError, type AdmissionStore, type Admitted, type LedgerCounters } from './admission'
+import { answerWithin, NoAnswerInTime } from './answer-within'
 import type { LateUsageFollowUp } from './late-usage'
 import type { ApiKeyIdentity, LedgerReader, Provider, ProviderCall, UsageEvent, UsageSink } from './ports'
 import { effectiveRpmLimit } from './rate-limits'
@@ -28,7 +28,7 @@ export interface InferenceDeps {
   settlements?: Settlements
   /**
    * How long an admission waits for the ledger when it has to load an organization's counters
-   * before refusing with 503; 5 s when absent.
+   * before refusing with 503; 5 s when absent. The read goes on for the requests after it.
    */
   ledgerTimeoutMs?: number
   /** Follows up the rebuilds of a shared store's counters (absent for a store only this process uses). */
@@ -36,6 +36,10 @@ export interface InferenceDeps {
 }
 
 const defaultLedgerTimeoutMs = 5_000
+
+function billingUnavailable(): GatewayError {
+  return new GatewayError('service_unavailable', 'Billing is temporarily unavailable. Retry in 30 to 60 seconds.')
+}
 
 /** One authenticated inference request. */
 export interface InferenceRequest {
@@ -125,6 +129,21 @@ export class InferenceCall {
     if (this.deps.usage.full) throw new GatewayError('service_unavailable', 'Usage records cannot be written at the moment. Retry in 30 to 60 seconds.')
     const { identity, requestId } = this.request
     const now = this.deps.now ?? Date.now
+    const readLedger = async (orgId: string, month: string, requestIds: readonly string[]) => {
+      try {
+        // Usage rows still queued here are debits the ledger does not show yet: written first, or
+        // the rebuilt balance would hand their cost out again (a Redis that lost its data). Those
+        // other gateways still hold are found later by the late-usage follow-up. A database that
+        // accepts connections and drops them can leave a read pending for good: it is given up
+        // with the rebuild's fence, after which it could not load anyway.
+        await this.deps.usage.flush?.()
+        return await answerWithin(this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone, requestIds), Math.max(defaultLoadFenceMs, this.ledgerWaitMs), 'the database')
+      } catch (error) {
+        // Without the ledger the balance is unknown: refuse rather than serve unbilled (fail closed).
+        ;(this.deps.log ?? console.error)(`reading the ledger of ${orgId} failed`, error)
+        throw billingUnavailable()
+      }
+    }
     const result = await admitLoaded(
       this.deps.admission,
       {
@@ -141,29 +160,23 @@ export class InferenceCall {
         reservationTtlMs: longestRequestMs(this.model) + (this.deps.reservationMarginMs ?? defaultReservationMarginMs),
         timeZone: identity.billingTimeZone,
       },
-      async (orgId, month, requestIds) => {
-        const read = async () => {
-          // Usage rows still queued here are debits the ledger does not show yet: written first, or
-          // the rebuilt balance would hand their cost out again (a Redis that lost its data). Those
-          // other gateways still hold are found later by the late-usage follow-up.
-          await this.deps.usage.flush?.()
-          return await this.deps.ledger.readCounters(orgId, month, identity.billingTimeZone, requestIds)
-        }
-        try {
-          // A database that accepts connections and drops them can leave a read pending for good.
-          return await answerWithin(read(), this.deps.ledgerTimeoutMs ?? defaultLedgerTimeoutMs, 'the database')
-        } catch (error) {
-          // Without the ledger the balance is unknown: refuse rather than serve unbilled (fail closed).
-          ;(this.deps.log ?? console.error)(`reading the ledger of ${orgId} failed`, error)
-          throw new GatewayError('service_unavailable', 'Billing is temporarily unavailable. Retry in 30 to 60 seconds.')
-        }
+      readLedger,
+      {
+        now,
+        loaded: this.deps.lateUsage && ((read, readAtMs, loadToken) => this.followLoad(read, readAtMs, loadToken)),
+        // The rebuild this request started or joined goes on after it gives up, for the requests after it.
+        waitMs: this.ledgerWaitMs,
       },
-      now,
-      this.deps.lateUsage && ((read, readAtMs, loadToken) => this.followLoad(read, readAtMs, loadToken)),
-    )
+    ).catch((error: unknown) => {
+      throw error instanceof NoAnswerInTime ? billingUnavailable() : error
+    })
     if (!result.admitted) throw refusalError(result)
     this.admitted = result
     this.request.rateLimit = { limit: result.limit, remaining: result.remaining }
+  }
+
+  private get ledgerWaitMs(): number {
+    return this.deps.ledgerTimeoutMs ?? defaultLedgerTimeoutMs
   }
 
   private followLoad(read: LedgerCounters, readAtMs: number, loadToken: string): void {

@@ -126,6 +126,15 @@ describe('admission on the inference routes', () => {
 
     expect(ledgerReads).toEqual(['org_test'])
   })
+
+  test('requests of an organization without counters share one ledger read', async () => {
+    const { send, ledgerReads } = await testApp({ ledgerDelayMs: () => 30 })
+
+    const responses = await Promise.all(Array.from({ length: 20 }, () => post(send, chatRequest())))
+
+    expect(responses.map((response) => response.status)).toEqual(Array(20).fill(200))
+    expect(ledgerReads).toEqual(['org_test'])
+  })
 })
 
 describe('admission when the ledger cannot be read', () => {
@@ -158,6 +167,30 @@ describe('admission when the ledger cannot be read', () => {
     expect(response.status).toBe(503)
     expect((await response.json()).error.code).toBe('service_unavailable')
     expect(provider.calls).toHaveLength(0)
+  })
+
+  test('a read slower than the wait still loads the counters, for the requests after it', async () => {
+    const { send, provider, ledgerReads } = await testApp({ ledgerDelayMs: () => 150, ledgerTimeoutMs: 20 })
+
+    const first = await post(send, chatRequest())
+    const joined = await post(send, chatRequest())
+    await Bun.sleep(200)
+    const after = await post(send, chatRequest())
+
+    expect([first.status, joined.status, after.status]).toEqual([503, 503, 200])
+    expect(ledgerReads).toEqual(['org_test'])
+    expect(provider.calls).toHaveLength(1)
+  })
+
+  test('a read that hangs is not joined past the wait: the next request reads again', async () => {
+    const { send, ledgerReads } = await testApp({ ledgerDelayMs: (read) => (read === 0 ? 60_000 : 0), ledgerTimeoutMs: 20 })
+
+    const first = await post(send, chatRequest())
+    await Bun.sleep(30)
+    const next = await post(send, chatRequest())
+
+    expect([first.status, next.status]).toEqual([503, 200])
+    expect(ledgerReads).toEqual(['org_test', 'org_test'])
   })
 })
 

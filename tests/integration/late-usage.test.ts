@@ -34,7 +34,7 @@ describeEachDatabase('the follow-up of a rebuild after Redis lost the counters',
     const noteLoad = (read: LedgerCounters, readAtMs: number, loadToken: string) => loads.push({ orgId, month: read.month, timeZone, snapshot: read.snapshot!, readAtMs, loadToken })
     const request = (overrides: Partial<AdmitRequest> = {}) => admitRequest({ orgId, nowMs: Date.now(), timeZone, worstCaseMicros: 5_000n, ...overrides })
     const served = async (on: typeof gatewayA, admit: AdmitRequest, costMicros: bigint): Promise<UsageEvent> => {
-      const admitted = await admitLoaded(on, admit, readLedger, Date.now, noteLoad)
+      const admitted = await admitLoaded(on, admit, readLedger, { loaded: noteLoad })
       if (!admitted.admitted) throw new Error(`not admitted: ${admitted.reason}`)
       const settled = await on.settle({ requestId: admit.requestId, orgId, keyId: admit.keyId, projectId: admit.projectId, month: admitted.month, costMicros, nowMs: Date.now() })
       expect(settled.outcome).toBe('settled')

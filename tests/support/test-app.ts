@@ -96,6 +96,8 @@ export async function testApp(
     /** Ledger reads never answer; admissions give up after `ledgerTimeoutMs`. */
     ledgerHangs?: boolean
     ledgerTimeoutMs?: number
+    /** How long the ledger takes to answer its `read`th read (from 0). */
+    ledgerDelayMs?: (read: number) => number
     /** The management API's deps; stores that fail every call when absent. */
     management?: ManagementDeps
     edge?: EdgeLimiter
@@ -113,9 +115,11 @@ export async function testApp(
   const ledgerReads: string[] = []
   const ledger = {
     async readCounters(orgId: string, month: string): Promise<LedgerCounters> {
+      const delayMs = options.ledgerDelayMs?.(ledgerReads.length) ?? 0
       ledgerReads.push(orgId)
       if (options.ledgerFails) throw new Error('connection refused')
       if (options.ledgerHangs) return new Promise<never>(() => {})
+      if (delayMs > 0) await Bun.sleep(delayMs)
       return { month, balanceMicros: options.balanceMicros ?? 1_000_000_000_000n, keySpend: new Map(), projectSpend: new Map(), recordedIds: [] }
     },
   }

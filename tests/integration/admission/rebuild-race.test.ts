@@ -78,7 +78,7 @@ function describeRace(name: string, open: () => Promise<{ stores: [AdmissionStor
         settlingDuringRead.push(settle(duringRead!, 300_000n))
         await Bun.sleep(20)
       }
-      const admitted = await admitLoaded(store, admitRequest({ orgId, worstCaseMicros: 5n, nowMs }), (_, month, requestIds) => ledger.read(month, requestIds), () => nowMs)
+      const admitted = await admitLoaded(store, admitRequest({ orgId, worstCaseMicros: 5n, nowMs }), (_, month, requestIds) => ledger.read(month, requestIds), { now: () => nowMs })
       await settle(afterLoad!, 4_000n)
       await Promise.all(settlingDuringRead)
       await settlements.drain()

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { GatewayError } from '@nilegate/shared/errors'
 import { InProcessAdmissionStore } from '../../../server/adapters/in-process/admission-store'
+import { NoAnswerInTime } from '../../../server/core/answer-within'
 import {
   admitLoaded,
   billingMonth,
@@ -146,6 +147,37 @@ describe('admitLoaded', () => {
 
     expect(results.map((result) => result.admitted)).toEqual([true, true])
     expect(reads).toEqual([`${orgId} 202501`])
+  })
+
+  test('concurrent admissions on one store share a read; another store (another gateway) reads its own', async () => {
+    const [store, other] = [new InProcessAdmissionStore(), new InProcessAdmissionStore()]
+    const orgId = newOrgId()
+    let reads = 0
+    const readLedger = async (_: string, month: string) => {
+      reads++
+      await Bun.sleep(10)
+      return ledgerCounters(1_000_000n, { month })
+    }
+
+    const results = await Promise.all([...Array.from({ length: 10 }, () => admitLoaded(store, admitRequest({ orgId }), readLedger)), admitLoaded(other, admitRequest({ orgId }), readLedger)])
+
+    expect(results.every((result) => result.admitted)).toBe(true)
+    expect(reads).toBe(2)
+  })
+
+  test('stops waiting after waitMs with NoAnswerInTime while the rebuild goes on and loads', async () => {
+    const store = new InProcessAdmissionStore()
+    const orgId = newOrgId()
+    const readLedger = async (_: string, month: string) => {
+      await Bun.sleep(50)
+      return ledgerCounters(5_000n, { month })
+    }
+
+    const gaveUp = await admitLoaded(store, admitRequest({ orgId }), readLedger, { waitMs: 10 }).catch((error) => error)
+    await Bun.sleep(80)
+
+    expect(gaveUp).toBeInstanceOf(NoAnswerInTime)
+    expect((await store.snapshot(orgId, '202501'))?.balanceMicros).toBe(5_000n)
   })
 
   test('fails with service_unavailable when the counters stay absent', async () => {
