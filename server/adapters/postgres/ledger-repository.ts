@@ -34,11 +34,12 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
           (COALESCE((SELECT SUM(amount_micros) FROM credit_transactions WHERE org_id = ${orgId}), 0)
             - COALESCE((SELECT SUM(cost_micros) FROM usage_totals WHERE org_id = ${orgId}), 0))::text AS amount
         UNION ALL
-        SELECT 'key', key_id, SUM(cost_micros)::text FROM usage_events, bounds
-          WHERE org_id = ${orgId} AND created_at >= starts AND created_at < ends GROUP BY key_id
-        UNION ALL
-        SELECT 'project', project_id, SUM(cost_micros)::text FROM usage_events, bounds
-          WHERE org_id = ${orgId} AND created_at >= starts AND created_at < ends GROUP BY project_id
+        -- Both spends from one pass over the month's rows (a busy organization has millions): one
+        -- sum per key and project, the project's sums added up here.
+        SELECT 'spend', json_build_array(key_id, project_id)::text, SUM(cost_micros)::text
+          FROM usage_events, bounds
+          WHERE org_id = ${orgId} AND created_at >= starts AND created_at < ends
+          GROUP BY key_id, project_id
         UNION ALL
         SELECT 'snapshot', pg_current_snapshot()::text, NULL
         ${recorded}`)
@@ -49,9 +50,12 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
       let snapshot: string | undefined
       for (const row of rowsOf<{ kind: string; id: string; amount: string }>(result)) {
         if (row.kind === 'balance') balanceMicros = BigInt(row.amount)
-        else if (row.kind === 'key') keySpend.set(row.id, BigInt(row.amount))
-        else if (row.kind === 'project') projectSpend.set(row.id, BigInt(row.amount))
-        else if (row.kind === 'snapshot') snapshot = row.id
+        else if (row.kind === 'spend') {
+          const [keyId, projectId] = JSON.parse(row.id) as [string, string]
+          const amount = BigInt(row.amount)
+          keySpend.set(keyId, (keySpend.get(keyId) ?? 0n) + amount)
+          projectSpend.set(projectId, (projectSpend.get(projectId) ?? 0n) + amount)
+        } else if (row.kind === 'snapshot') snapshot = row.id
         else recordedIds.push(row.id)
       }
       return { month, balanceMicros, keySpend, projectSpend, recordedIds, snapshot }

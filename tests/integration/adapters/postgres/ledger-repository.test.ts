@@ -28,14 +28,16 @@ describeEachDatabase('readCounters', (context) => {
       // 00:30 on 1 June in Cairo is June, although it is still 31 May in UTC.
       usageEvent({ orgId: org, requestId: `req_june_1_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros: 11n, createdAt: new Date('2026-05-31T21:30:00Z') }),
       usageEvent({ orgId: org, requestId: `req_june_2_${org}`, keyId: 'key_b', projectId: 'proj_a', costMicros: 13n, createdAt: new Date('2026-06-15T12:00:00Z') }),
+      // A key's rows count for the project each names.
+      usageEvent({ orgId: org, requestId: `req_june_3_${org}`, keyId: 'key_b', projectId: 'proj_b', costMicros: 17n, createdAt: new Date('2026-06-16T12:00:00Z') }),
       usageEvent({ orgId: 'org_someone_else', requestId: `req_other_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros: 1_000n, createdAt: new Date('2026-06-15T12:00:00Z') }),
     ])
 
     const june = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
 
     expect(june.month).toBe('202606')
-    expect(june.keySpend).toEqual(new Map([['key_a', 11n], ['key_b', 13n]]))
-    expect(june.projectSpend).toEqual(new Map([['proj_a', 24n]]))
+    expect(june.keySpend).toEqual(new Map([['key_a', 11n], ['key_b', 30n]]))
+    expect(june.projectSpend).toEqual(new Map([['proj_a', 24n], ['proj_b', 17n]]))
   })
 
   test('the balance reads the daily sums kept with the rows whoever writes them: batches, a replayed batch, SQL by hand inserting, updating and deleting', async () => {
