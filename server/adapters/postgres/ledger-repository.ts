@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { LateUsage, LedgerCounters } from '../../core/admission'
 import type { LateUsageReader, LedgerReader, UsageRowFinder, UsageRowsFound } from '../../core/ports'
-import type { Drizzle } from './drizzle'
+import { rowsOf, type Drizzle } from './drizzle'
 
 /**
  * Reads the counters admission starts from out of the ledger: the balance is every credit minus
@@ -11,8 +11,17 @@ import type { Drizzle } from './drizzle'
  * the spends and which of the asked request ids have rows agree with each other (the sums change
  * in the transaction of their rows), and the snapshot itself is returned, for `readUsageAfter` to
  * find the rows it did not hold.
+ *
+ * The spends start from the organization's checkpoint of the month when there is one (an earlier
+ * read's sums and snapshot, spend_checkpoints) and add the rows that snapshot did not hold, found
+ * by the transaction that wrote them: a read costs the rows written since the checkpoint rather
+ * than the month's millions. The checkpoint is fetched first; its snapshot is older than the
+ * read's, which holds everything it held, and the read takes it only if the organization's usage
+ * epoch has not moved since (no row changed or removed). A read that summed
+ * `checkpointAfterRows` rows or more, or found no checkpoint it could use, leaves its own.
  */
-export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader & UsageRowFinder {
+export function createLedgerReader(db: Drizzle, options: { checkpointAfterRows?: number } = {}): LedgerReader & LateUsageReader & UsageRowFinder {
+  const checkpointAfterRows = options.checkpointAfterRows ?? defaultCheckpointAfterRows
   return {
     async readCounters(orgId: string, month: string, timeZone: string, requestIds: readonly string[] = []): Promise<LedgerCounters> {
       const year = Number(month.slice(0, 4))
@@ -24,39 +33,74 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
       const recorded = requestIds.length === 0
         ? sql``
         : sql`UNION ALL
-        SELECT 'recorded', request_id, NULL FROM usage_events
+        SELECT 'recorded', request_id, NULL, NULL FROM usage_events
           WHERE org_id = ${orgId} AND request_id IN (SELECT json_array_elements_text(${idList(requestIds)}::json))`
+      // The checkpoint first, so that the read below can be planned for its snapshot: an index
+      // range over the transactions from its xmin on, a handful of rows where the month has millions.
+      const checkpoint = await readCheckpoint(db, orgId, month, timeZone)
+      const bounds = sql`created_at >= make_timestamptz(${year}, ${monthNumber}, 1, 0, 0, 0, ${timeZone}) AND created_at < make_timestamptz(${next.year}, ${next.month}, 1, 0, 0, 0, ${timeZone})`
+      // The month's rows since the checkpoint while the organization's epoch is still the
+      // checkpoint's (no row changed since), else all of them; one sum per key and project, the
+      // projects' sums added up here.
+      const sinceCheckpoint = checkpoint
+        ? sql`SELECT 'spend', json_build_array(key_id, project_id)::text, SUM(cost_micros)::text, COUNT(*)
+          FROM usage_events
+          WHERE (SELECT epoch FROM epoch) = ${checkpoint.epoch}::bigint AND org_id = ${orgId}
+            AND inserted_xid >= ${checkpoint.xmin}::xid8 AND NOT pg_visible_in_snapshot(inserted_xid, ${checkpoint.snapshot}::pg_snapshot) AND ${bounds}
+          GROUP BY key_id, project_id
+        UNION ALL`
+        : sql``
       const result = await db.execute(sql`
-        WITH bounds AS (
-          SELECT make_timestamptz(${year}, ${monthNumber}, 1, 0, 0, 0, ${timeZone}) AS starts,
-                 make_timestamptz(${next.year}, ${next.month}, 1, 0, 0, 0, ${timeZone}) AS ends)
+        WITH epoch AS (SELECT COALESCE((SELECT epoch FROM usage_epochs WHERE org_id = ${orgId}), 0) AS epoch)
         SELECT 'balance' AS kind, NULL AS id,
           (COALESCE((SELECT SUM(amount_micros) FROM credit_transactions WHERE org_id = ${orgId}), 0)
-            - COALESCE((SELECT SUM(cost_micros) FROM usage_totals WHERE org_id = ${orgId}), 0))::text AS amount
+            - COALESCE((SELECT SUM(cost_micros) FROM usage_totals WHERE org_id = ${orgId}), 0))::text AS amount,
+          NULL::bigint AS rows
         UNION ALL
-        -- Both spends from one pass over the month's rows (a busy organization has millions): one
-        -- sum per key and project, the project's sums added up here.
-        SELECT 'spend', json_build_array(key_id, project_id)::text, SUM(cost_micros)::text
-          FROM usage_events, bounds
-          WHERE org_id = ${orgId} AND created_at >= starts AND created_at < ends
+        SELECT 'epoch', NULL, epoch::text, NULL FROM epoch
+        UNION ALL
+        ${sinceCheckpoint}
+        SELECT 'spend', json_build_array(key_id, project_id)::text, SUM(cost_micros)::text, COUNT(*)
+          FROM usage_events
+          WHERE (SELECT epoch FROM epoch) <> ${checkpoint?.epoch ?? '-1'}::bigint AND org_id = ${orgId} AND ${bounds}
           GROUP BY key_id, project_id
         UNION ALL
-        SELECT 'snapshot', pg_current_snapshot()::text, NULL
+        SELECT 'snapshot', pg_current_snapshot()::text, NULL, NULL
         ${recorded}`)
       let balanceMicros = 0n
-      const keySpend = new Map<string, bigint>()
-      const projectSpend = new Map<string, bigint>()
+      let epoch = '0'
+      let rowsSummed = 0
+      // Per key and project: the checkpoint's sums when it holds, then the rows since (or all).
+      const spends = new Map<string, { keyId: string; projectId: string; micros: bigint }>()
+      const addSpend = (keyId: string, projectId: string, micros: bigint) => {
+        const pair = JSON.stringify([keyId, projectId])
+        const spend = spends.get(pair)
+        if (spend) spend.micros += micros
+        else spends.set(pair, { keyId, projectId, micros })
+      }
       const recordedIds: string[] = []
       let snapshot: string | undefined
-      for (const row of rowsOf<{ kind: string; id: string; amount: string }>(result)) {
+      for (const row of rowsOf<{ kind: string; id: string; amount: string; rows: string | number | null }>(result)) {
         if (row.kind === 'balance') balanceMicros = BigInt(row.amount)
+        else if (row.kind === 'epoch') epoch = row.amount
         else if (row.kind === 'spend') {
           const [keyId, projectId] = JSON.parse(row.id) as [string, string]
-          const amount = BigInt(row.amount)
-          keySpend.set(keyId, (keySpend.get(keyId) ?? 0n) + amount)
-          projectSpend.set(projectId, (projectSpend.get(projectId) ?? 0n) + amount)
+          addSpend(keyId, projectId, BigInt(row.amount))
+          rowsSummed += Number(row.rows)
         } else if (row.kind === 'snapshot') snapshot = row.id
         else recordedIds.push(row.id)
+      }
+      const checkpointed = checkpoint !== null && checkpoint.epoch === epoch
+      if (checkpointed) for (const [keyId, projectId, micros] of checkpoint.spends) addSpend(keyId, projectId, BigInt(micros))
+      const keySpend = new Map<string, bigint>()
+      const projectSpend = new Map<string, bigint>()
+      for (const { keyId, projectId, micros } of spends.values()) {
+        keySpend.set(keyId, (keySpend.get(keyId) ?? 0n) + micros)
+        projectSpend.set(projectId, (projectSpend.get(projectId) ?? 0n) + micros)
+      }
+      if (snapshot !== undefined && (!checkpointed || rowsSummed >= checkpointAfterRows)) {
+        const sums: CheckpointSpends = [...spends.values()].map(({ keyId, projectId, micros }) => [keyId, projectId, micros.toString()])
+        await saveCheckpoint(db, { orgId, month, timeZone, snapshot, epoch, sums })
       }
       return { month, balanceMicros, keySpend, projectSpend, recordedIds, snapshot }
     },
@@ -90,6 +134,47 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
   }
 }
 
+/** A read that summed this many usage rows leaves its sums as the organization's checkpoint of the month. */
+const defaultCheckpointAfterRows = 10_000
+
+/** The spends of a checkpoint: `[keyId, projectId, micro-EGP]`, the amounts as text. */
+type CheckpointSpends = [keyId: string, projectId: string, micros: string][]
+
+interface Checkpoint {
+  snapshot: string
+  /** The snapshot's xmin: every transaction before it had ended. */
+  xmin: string
+  epoch: string
+  spends: CheckpointSpends
+}
+
+async function readCheckpoint(db: Drizzle, orgId: string, month: string, timeZone: string): Promise<Checkpoint | null> {
+  const [row] = rowsOf<{ snapshot: string; xmin: string; epoch: string; spends: string }>(
+    await db.execute(sql`
+      SELECT snapshot::text AS snapshot, pg_snapshot_xmin(snapshot)::text AS xmin, epoch::text AS epoch, spends::text AS spends
+      FROM spend_checkpoints WHERE org_id = ${orgId} AND month = ${month} AND time_zone = ${timeZone}`),
+  )
+  return row ? { snapshot: row.snapshot, xmin: row.xmin, epoch: row.epoch, spends: JSON.parse(row.spends) as CheckpointSpends } : null
+}
+
+/**
+ * Keeps a read's spends as the organization's checkpoint of the month, unless one from a later
+ * snapshot is there already. Best effort: a read stays right without it, and only costs more.
+ */
+async function saveCheckpoint(db: Drizzle, checkpoint: { orgId: string; month: string; timeZone: string; snapshot: string; epoch: string; sums: CheckpointSpends }): Promise<void> {
+  const { orgId, month, timeZone, snapshot, epoch, sums } = checkpoint
+  try {
+    await db.execute(sql`
+      INSERT INTO spend_checkpoints AS checkpoint (org_id, month, time_zone, snapshot, epoch, spends)
+      VALUES (${orgId}, ${month}, ${timeZone}, ${snapshot}::pg_snapshot, ${epoch}::bigint, ${JSON.stringify(sums)}::jsonb)
+      ON CONFLICT (org_id, month, time_zone) DO UPDATE
+        SET snapshot = EXCLUDED.snapshot, epoch = EXCLUDED.epoch, spends = EXCLUDED.spends, created_at = now()
+        WHERE (checkpoint.epoch, pg_snapshot_xmax(checkpoint.snapshot)) <= (EXCLUDED.epoch, pg_snapshot_xmax(EXCLUDED.snapshot))`)
+  } catch {
+    // Another read saving the same checkpoint at once, or the database going away: the next read saves one.
+  }
+}
+
 interface UsageRow {
   request_id: string
   key_id: string
@@ -105,9 +190,4 @@ function lateUsage(row: UsageRow) {
 // Ids go as one JSON parameter: there may be more of them than a statement may have parameters.
 function idList(requestIds: readonly string[]): string {
   return JSON.stringify(requestIds)
-}
-
-/** postgres-js answers an array of rows, PGlite an object with `rows`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? [])
 }

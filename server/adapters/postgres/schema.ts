@@ -13,6 +13,8 @@ const nullableTimestamp = (name: string) => timestamp(name, { withTimezone: true
 const micros = (name: string) => bigint(name, { mode: 'bigint' })
 /** A 64-bit transaction id, as text (it is only ever compared with a snapshot in SQL). */
 const xid8 = customType<{ data: string }>({ dataType: () => 'xid8' })
+/** A snapshot (`pg_current_snapshot()`), as text. */
+const pgSnapshot = customType<{ data: string }>({ dataType: () => 'pg_snapshot' })
 
 export const organizations = pgTable(
   'organizations',
@@ -185,7 +187,11 @@ export const usageEvents = pgTable(
      */
     insertedXid: xid8('inserted_xid').default(sql`pg_current_xact_id()`),
   },
-  (table) => [index('usage_events_org_id_created_at_index').on(table.orgId, table.createdAt)],
+  (table) => [
+    index('usage_events_org_id_created_at_index').on(table.orgId, table.createdAt),
+    // Finds the rows a snapshot did not hold: those of transactions from its xmin on.
+    index('usage_events_org_id_inserted_xid_index').on(table.orgId, table.insertedXid),
+  ],
 )
 
 /**
@@ -206,6 +212,38 @@ export const usageTotals = pgTable(
   },
   (table) => [primaryKey({ columns: [table.orgId, table.day, table.shard] })],
 )
+
+/**
+ * An organization's spends in a month of its time zone, per key and project, as a ledger read
+ * found them, with that read's snapshot (migration 0006): a later read adds the rows the snapshot
+ * did not hold, found by the transaction that wrote them, instead of summing every row of the
+ * month again. Used only while the organization's usage epoch is the one it was read at.
+ */
+export const spendCheckpoints = pgTable(
+  'spend_checkpoints',
+  {
+    orgId: text('org_id').notNull(),
+    /** yyyymm in `timeZone`. */
+    month: text('month').notNull(),
+    timeZone: text('time_zone').notNull(),
+    snapshot: pgSnapshot('snapshot').notNull(),
+    epoch: bigint('epoch', { mode: 'number' }).notNull(),
+    /** `[[keyId, projectId, micro-EGP as text], ...]`. */
+    spends: jsonb('spends').notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [primaryKey({ columns: [table.orgId, table.month, table.timeZone] })],
+)
+
+/**
+ * How many statements changed or removed an organization's usage rows (an operator's corrections,
+ * counted by the triggers of migration 0006): a spend checkpoint read at an earlier count may hold
+ * rows as they were, and is not used.
+ */
+export const usageEpochs = pgTable('usage_epochs', {
+  orgId: text('org_id').primaryKey(),
+  epoch: bigint('epoch', { mode: 'number' }).notNull(),
+})
 
 /** Dashboard sessions: opaque access tokens, stored as SHA-256 hashes. */
 export const sessions = pgTable(

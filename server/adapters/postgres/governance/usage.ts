@@ -1,15 +1,11 @@
 import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import type { UsageBucket, UsageQuery, UsageReportStore, UsageTotals } from '../../../core/governance/usage'
-import type { Drizzle } from '../drizzle'
+import { rowsOf, type Drizzle } from '../drizzle'
 import { apiKeys, projects, usageEvents } from '../schema'
 
 const unitOf = { '1d': 'day', '1h': 'hour' } as const
 const stepOf = { '1d': '1 day', '1h': '1 hour' } as const
 const columnOf = { project_id: usageEvents.projectId, api_key_id: usageEvents.keyId, model: usageEvents.model } as const
-
-function rowsOf<Row>(result: unknown): Row[] {
-  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[]
-}
 
 export function createUsageReportRepository(db: Drizzle): UsageReportStore {
   return {

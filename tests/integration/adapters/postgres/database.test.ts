@@ -35,8 +35,9 @@ describeEachDatabase('openDatabase', (context) => {
 
     expect(await countAppliedMigrations(db)).toBe(migrationCount)
     expect(await countPublicTables(db)).toBe(tablesBefore)
-    // 7 of the inference core, 7 of governance (migration 0001), deployments (0002), usage totals (0005).
-    expect(tablesBefore).toBe(16)
+    // 7 of the inference core, 7 of governance (migration 0001), deployments (0002), usage totals
+    // (0005), spend checkpoints and usage epochs (0006).
+    expect(tablesBefore).toBe(18)
   })
 
   test('the usage totals migration sums the rows written before it, and the triggers carry on from there', async () => {
@@ -45,11 +46,14 @@ describeEachDatabase('openDatabase', (context) => {
     const org = tenant.organizationId
     const row = (name: string, costMicros: bigint, createdAt: string) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date(createdAt) })
     await db.usage.insertUsageEvents([row('a', 10n, '2026-06-01T10:00:00Z'), row('b', 20n, '2026-06-01T10:05:00Z')])
-    // The database as it was before migration 0005, with its rows.
+    // The database as it was before migration 0005 (and 0006), with its rows.
     const totals = journal.entries.find((entry) => entry.tag === '0005_usage_totals')!
-    await db.drizzle.execute(sql`DROP TABLE usage_totals`)
+    await db.drizzle.execute(sql`DROP TABLE usage_totals, spend_checkpoints, usage_epochs`)
     await db.drizzle.execute(sql`DROP FUNCTION nilegate_add_usage_totals() CASCADE`)
-    await db.drizzle.execute(sql`DELETE FROM drizzle.__drizzle_migrations WHERE created_at = ${totals.when}`)
+    await db.drizzle.execute(sql`DROP FUNCTION nilegate_count_usage_changes() CASCADE`)
+    await db.drizzle.execute(sql`DROP FUNCTION nilegate_forget_usage_sums() CASCADE`)
+    await db.drizzle.execute(sql`DROP INDEX usage_events_org_id_inserted_xid_index`)
+    await db.drizzle.execute(sql`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= ${totals.when}`)
 
     await db.migrate()
     await db.usage.insertUsageEvents([row('c', 40n, '2026-06-01T10:10:00Z')])

@@ -1,6 +1,8 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
+import { rowsOf } from '../../../../server/adapters/postgres/drizzle'
+import { createLedgerReader } from '../../../../server/adapters/postgres/ledger-repository'
 import { describeEachDatabase } from '../../../support/databases'
 import { usageEvent } from '../../../support/usage-events'
 
@@ -38,6 +40,68 @@ describeEachDatabase('readCounters', (context) => {
     expect(june.month).toBe('202606')
     expect(june.keySpend).toEqual(new Map([['key_a', 11n], ['key_b', 30n]]))
     expect(june.projectSpend).toEqual(new Map([['proj_a', 24n], ['proj_b', 17n]]))
+  })
+
+  test('a read keeps its month spends as a checkpoint; the next adds only the rows written since, until an operator changes rows', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant()
+    const org = tenant.organizationId
+    const row = (name: string, keyId: string, projectId: string, costMicros: bigint, iso = '2026-06-10T10:00:00Z') =>
+      usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId, projectId, costMicros, createdAt: new Date(iso) })
+    await db.usage.insertUsageEvents([row('a', 'key_a', 'proj_a', 5n), row('b', 'key_b', 'proj_a', 7n)])
+    await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    // What the next read takes from the checkpoint shows: 1,000 more on key_a than its rows hold.
+    await db.drizzle.execute(sql`UPDATE spend_checkpoints SET spends = '[["key_a", "proj_a", "1005"], ["key_b", "proj_a", "7"]]' WHERE org_id = ${org}`)
+    await db.usage.insertUsageEvents([row('c', 'key_a', 'proj_b', 11n), row('may', 'key_a', 'proj_a', 13n, '2026-05-20T10:00:00Z')])
+
+    const fromCheckpoint = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    await db.drizzle.execute(sql`UPDATE usage_events SET cost_micros = 6 WHERE request_id = ${`req_a_${org}`}`)
+    const afterCorrection = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+
+    expect([fromCheckpoint.keySpend, fromCheckpoint.projectSpend]).toEqual([new Map([['key_a', 1_016n], ['key_b', 7n]]), new Map([['proj_a', 1_012n], ['proj_b', 11n]])])
+    expect([afterCorrection.keySpend, afterCorrection.projectSpend]).toEqual([new Map([['key_a', 17n], ['key_b', 7n]]), new Map([['proj_a', 13n], ['proj_b', 11n]])])
+  })
+
+  test('a checkpoint is not used after rows were deleted, or inserted under another transaction id', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant()
+    const org = tenant.organizationId
+    const row = (name: string, costMicros: bigint) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date('2026-06-10T10:00:00Z') })
+    const inflateCheckpoint = () => db.drizzle.execute(sql`UPDATE spend_checkpoints SET spends = '[["key_a", "proj_a", "1000000"]]' WHERE org_id = ${org}`)
+    await db.usage.insertUsageEvents([row('a', 5n), row('b', 7n)])
+
+    await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    await inflateCheckpoint()
+    await db.drizzle.execute(sql`DELETE FROM usage_events WHERE request_id = ${`req_b_${org}`}`)
+    const afterDelete = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    await inflateCheckpoint()
+    await db.drizzle.execute(sql`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at, inserted_xid)
+      VALUES (${`req_c_${org}`}, ${org}, 'proj_a', 'key_a', 'm', 'chat.completions', false, 1, 1, 11, 200, 1, NULL, '2026-06-11T00:00:00Z', NULL)`)
+    const afterForeignInsert = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+
+    expect([afterDelete.keySpend, afterForeignInsert.keySpend]).toEqual([new Map([['key_a', 5n]]), new Map([['key_a', 16n]])])
+  })
+
+  test('a read that summed enough rows since the checkpoint leaves its own, from its snapshot', async () => {
+    const { db } = context.current
+    const reader = createLedgerReader(db.drizzle, { checkpointAfterRows: 2 })
+    const tenant = await db.createDemoTenant()
+    const org = tenant.organizationId
+    const row = (name: string, costMicros: bigint) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date('2026-06-10T10:00:00Z') })
+    const checkpoint = async () => rowsOf<{ snapshot: string; spends: unknown }>(await db.drizzle.execute(sql`SELECT snapshot::text AS snapshot, spends FROM spend_checkpoints WHERE org_id = ${org}`))
+    await db.usage.insertUsageEvents([row('a', 5n)])
+
+    const first = await reader.readCounters(org, '202606', 'Africa/Cairo')
+    await db.usage.insertUsageEvents([row('b', 7n)])
+    await reader.readCounters(org, '202606', 'Africa/Cairo')
+    const kept = await checkpoint()
+    await db.usage.insertUsageEvents([row('c', 11n)])
+    const third = await reader.readCounters(org, '202606', 'Africa/Cairo')
+
+    // One row since the first checkpoint is below the threshold; two are not.
+    expect(kept).toEqual([{ snapshot: first.snapshot!, spends: [['key_a', 'proj_a', '5']] }])
+    expect(await checkpoint()).toEqual([{ snapshot: third.snapshot!, spends: [['key_a', 'proj_a', '23']] }])
+    expect(third.keySpend).toEqual(new Map([['key_a', 23n]]))
   })
 
   test('the balance reads the daily sums kept with the rows whoever writes them: batches, a replayed batch, SQL by hand inserting, updating and deleting', async () => {
@@ -182,6 +246,27 @@ describeEachDatabase('readCounters', (context) => {
 
         expect((await db.ledger.readCounters(org, '202605', 'Africa/Cairo')).balanceMicros).toBe(991n)
         expect((await db.ledger.readUsageAfter(org, snapshot, Date.now() - 60_000, Date.now() + 60_000, 'Africa/Cairo')).map((row) => row.requestId)).toEqual([`req_open_${org}`])
+      } finally {
+        await writer.end()
+      }
+    })
+  }
+
+  if (context.kind === 'postgres') {
+    test('a row whose transaction was open during the read that kept the checkpoint is added once it commits', async () => {
+      const { db, databaseUrl } = context.current
+      const tenant = await db.createDemoTenant()
+      const org = tenant.organizationId
+      const writer = postgres(databaseUrl!, { max: 1, onnotice: () => {} })
+      try {
+        await writer.begin(async (tx) => {
+          await tx`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at)
+            VALUES (${`req_open_${org}`}, ${org}, 'proj_a', 'key_a', 'm', 'chat.completions', false, 1, 1, 9, 200, 1, NULL, '2026-06-10T10:00:00Z')`
+          expect((await db.ledger.readCounters(org, '202606', 'Africa/Cairo')).keySpend).toEqual(new Map())
+        })
+
+        expect((await db.ledger.readCounters(org, '202606', 'Africa/Cairo')).keySpend).toEqual(new Map([['key_a', 9n]]))
+        expect(rowsOf(await db.drizzle.execute(sql`SELECT FROM spend_checkpoints WHERE org_id = ${org}`))).toHaveLength(1)
       } finally {
         await writer.end()
       }
