@@ -516,13 +516,14 @@ function joinRebuild(store: AdmissionStore, orgId: string, month: string, waitMs
 export async function admitLoaded(store: AdmissionStore, request: AdmitRequest, readLedger: ReadLedger, options: AdmitLoadedOptions = {}): Promise<Admitted | ClientRefusal> {
   const { now = Date.now, loaded, waitMs = Number.POSITIVE_INFINITY } = options
   const month = billingMonth(request.nowMs, request.timeZone)
-  const startedAtMs = performance.now()
+  let waitingSinceMs: number | undefined
   for (let attempt = 0; attempt <= rebuildAttempts; attempt++) {
     const result = await store.admit(request)
     if (result.admitted || result.reason !== 'not_loaded') return result
     if (attempt === rebuildAttempts) break
+    waitingSinceMs ??= performance.now()
     const rebuild = joinRebuild(store, request.orgId, month, waitMs, () => rebuildCounters(store, request.orgId, month, now, readLedger, loaded))
-    await (Number.isFinite(waitMs) ? answerWithin(rebuild, Math.max(0, waitMs - (performance.now() - startedAtMs)), 'the ledger') : rebuild)
+    await (Number.isFinite(waitMs) ? answerWithin(rebuild, Math.max(0, waitMs - (performance.now() - waitingSinceMs)), 'the ledger') : rebuild)
   }
   throw new GatewayError('service_unavailable')
 }

@@ -144,32 +144,35 @@ export class InferenceCall {
         throw billingUnavailable()
       }
     }
-    const result = await admitLoaded(
-      this.deps.admission,
-      {
-        requestId,
-        orgId: identity.orgId,
-        keyId: identity.keyId,
-        projectId: identity.projectId,
-        rpmLimit: effectiveRpmLimit(identity),
-        worstCaseMicros: costMicros(worstCasePromptTokens, worstCaseCompletionTokens, this.model.inputPriceMicrosPerM, this.model.outputPriceMicrosPerM),
-        keyCapMicros: identity.keyMonthlyCapMicros,
-        projectCapMicros: identity.projectMonthlyCapMicros,
-        nowMs: now(),
-        // The hold is taken once before routing, so it must outlive a failover through every deployment.
-        reservationTtlMs: longestRequestMs(this.model) + (this.deps.reservationMarginMs ?? defaultReservationMarginMs),
-        timeZone: identity.billingTimeZone,
-      },
-      readLedger,
-      {
-        now,
-        loaded: this.deps.lateUsage && ((read, readAtMs, loadToken) => this.followLoad(read, readAtMs, loadToken)),
-        // The rebuild this request started or joined goes on after it gives up, for the requests after it.
-        waitMs: this.ledgerWaitMs,
-      },
-    ).catch((error: unknown) => {
+    let result: Awaited<ReturnType<typeof admitLoaded>>
+    try {
+      result = await admitLoaded(
+        this.deps.admission,
+        {
+          requestId,
+          orgId: identity.orgId,
+          keyId: identity.keyId,
+          projectId: identity.projectId,
+          rpmLimit: effectiveRpmLimit(identity),
+          worstCaseMicros: costMicros(worstCasePromptTokens, worstCaseCompletionTokens, this.model.inputPriceMicrosPerM, this.model.outputPriceMicrosPerM),
+          keyCapMicros: identity.keyMonthlyCapMicros,
+          projectCapMicros: identity.projectMonthlyCapMicros,
+          nowMs: now(),
+          // The hold is taken once before routing, so it must outlive a failover through every deployment.
+          reservationTtlMs: longestRequestMs(this.model) + (this.deps.reservationMarginMs ?? defaultReservationMarginMs),
+          timeZone: identity.billingTimeZone,
+        },
+        readLedger,
+        {
+          now,
+          loaded: this.deps.lateUsage && ((read, readAtMs, loadToken) => this.followLoad(read, readAtMs, loadToken)),
+          // The rebuild this request started or joined goes on after it gives up, for the requests after it.
+          waitMs: this.ledgerWaitMs,
+        },
+      )
+    } catch (error) {
       throw error instanceof NoAnswerInTime ? billingUnavailable() : error
-    })
+    }
     if (!result.admitted) throw refusalError(result)
     this.admitted = result
     this.request.rateLimit = { limit: result.limit, remaining: result.remaining }
