@@ -14,7 +14,9 @@ CREATE TABLE "usage_epochs" (
 	"epoch" bigint NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX "usage_events_org_id_inserted_xid_index" ON "usage_events" USING btree ("org_id","inserted_xid");--> statement-breakpoint
+-- IF NOT EXISTS: on a large ledger an operator builds it beforehand, CONCURRENTLY (README).
+CREATE INDEX IF NOT EXISTS "usage_events_org_id_inserted_xid_index" ON "usage_events" USING btree ("org_id","inserted_xid");
+--> statement-breakpoint
 -- Spend checkpoints (adapters/postgres/ledger-repository.ts) hold an organization's month spends
 -- as of a snapshot; a later read adds the rows the snapshot did not hold, by the transaction that
 -- wrote them (inserted_xid, the column's default). Rows changed or removed, or inserted with
