@@ -17,7 +17,8 @@ import { rowsOf, type Drizzle } from './drizzle'
  * by the transaction that wrote them: a read costs the rows written since the checkpoint rather
  * than the month's millions. The checkpoint is fetched first; its snapshot is older than the
  * read's, which holds everything it held, and the read takes it only if the organization's usage
- * epoch has not moved since (no row changed or removed). A read that summed
+ * epoch has not moved since (no row changed or removed) and its snapshot is not ahead of the
+ * read's (restored from another cluster). A read that summed
  * `checkpointAfterRows` rows or more, or found no checkpoint it could use, leaves its own.
  */
 export function createLedgerReader(db: Drizzle, options: { checkpointAfterRows?: number } = {}): LedgerReader & LateUsageReader & UsageRowFinder {
@@ -39,19 +40,26 @@ export function createLedgerReader(db: Drizzle, options: { checkpointAfterRows?:
       // range over the transactions from its xmin on, a handful of rows where the month has millions.
       const checkpoint = await readCheckpoint(db, orgId, month, timeZone)
       const bounds = sql`created_at >= make_timestamptz(${year}, ${monthNumber}, 1, 0, 0, 0, ${timeZone}) AND created_at < make_timestamptz(${next.year}, ${next.month}, 1, 0, 0, 0, ${timeZone})`
-      // The month's rows since the checkpoint while the organization's epoch is still the
-      // checkpoint's (no row changed since), else all of them; one sum per key and project, the
-      // projects' sums added up here.
+      // The checkpoint holds while the organization's epoch is still its own (no row changed since)
+      // and its snapshot is not ahead of this one (one restored from another cluster's transaction
+      // ids is). Then the month's rows since it are summed, else all of them; one sum per key and
+      // project, the projects' sums added up here. Rows of transactions that have not begun yet
+      // (another cluster's, restored) are never "since" anything: the full sums count them.
+      const usable = checkpoint
+        ? sql`(SELECT epoch FROM epoch) = ${checkpoint.epoch}::bigint AND ${checkpoint.xmax}::xid8 <= pg_snapshot_xmax(pg_current_snapshot())`
+        : sql`false`
       const sinceCheckpoint = checkpoint
         ? sql`SELECT 'spend', json_build_array(key_id, project_id)::text, SUM(cost_micros)::text, COUNT(*)
           FROM usage_events
-          WHERE (SELECT epoch FROM epoch) = ${checkpoint.epoch}::bigint AND org_id = ${orgId}
-            AND inserted_xid >= ${checkpoint.xmin}::xid8 AND NOT pg_visible_in_snapshot(inserted_xid, ${checkpoint.snapshot}::pg_snapshot) AND ${bounds}
+          WHERE (SELECT usable FROM checkpoint_usable) AND org_id = ${orgId}
+            AND inserted_xid >= ${checkpoint.xmin}::xid8 AND inserted_xid < pg_snapshot_xmax(pg_current_snapshot())
+            AND NOT pg_visible_in_snapshot(inserted_xid, ${checkpoint.snapshot}::pg_snapshot) AND ${bounds}
           GROUP BY key_id, project_id
         UNION ALL`
         : sql``
       const result = await db.execute(sql`
-        WITH epoch AS (SELECT COALESCE((SELECT epoch FROM usage_epochs WHERE org_id = ${orgId}), 0) AS epoch)
+        WITH epoch AS (SELECT COALESCE((SELECT epoch FROM usage_epochs WHERE org_id = ${orgId}), 0) AS epoch),
+        checkpoint_usable AS (SELECT ${usable} AS usable)
         SELECT 'balance' AS kind, NULL AS id,
           (COALESCE((SELECT SUM(amount_micros) FROM credit_transactions WHERE org_id = ${orgId}), 0)
             - COALESCE((SELECT SUM(cost_micros) FROM usage_totals WHERE org_id = ${orgId}), 0))::text AS amount,
@@ -59,16 +67,19 @@ export function createLedgerReader(db: Drizzle, options: { checkpointAfterRows?:
         UNION ALL
         SELECT 'epoch', NULL, epoch::text, NULL FROM epoch
         UNION ALL
+        SELECT 'usable', NULL, usable::text, NULL FROM checkpoint_usable
+        UNION ALL
         ${sinceCheckpoint}
         SELECT 'spend', json_build_array(key_id, project_id)::text, SUM(cost_micros)::text, COUNT(*)
           FROM usage_events
-          WHERE (SELECT epoch FROM epoch) <> ${checkpoint?.epoch ?? '-1'}::bigint AND org_id = ${orgId} AND ${bounds}
+          WHERE NOT (SELECT usable FROM checkpoint_usable) AND org_id = ${orgId} AND ${bounds}
           GROUP BY key_id, project_id
         UNION ALL
         SELECT 'snapshot', pg_current_snapshot()::text, NULL, NULL
         ${recorded}`)
       let balanceMicros = 0n
       let epoch = '0'
+      let checkpointed = false
       let rowsSummed = 0
       // Per key and project: the checkpoint's sums when it holds, then the rows since (or all).
       const spends = new Map<string, { keyId: string; projectId: string; micros: bigint }>()
@@ -83,6 +94,7 @@ export function createLedgerReader(db: Drizzle, options: { checkpointAfterRows?:
       for (const row of rowsOf<{ kind: string; id: string; amount: string; rows: string | number | null }>(result)) {
         if (row.kind === 'balance') balanceMicros = BigInt(row.amount)
         else if (row.kind === 'epoch') epoch = row.amount
+        else if (row.kind === 'usable') checkpointed = row.amount === 'true'
         else if (row.kind === 'spend') {
           const [keyId, projectId] = JSON.parse(row.id) as [string, string]
           addSpend(keyId, projectId, BigInt(row.amount))
@@ -90,8 +102,7 @@ export function createLedgerReader(db: Drizzle, options: { checkpointAfterRows?:
         } else if (row.kind === 'snapshot') snapshot = row.id
         else recordedIds.push(row.id)
       }
-      const checkpointed = checkpoint !== null && checkpoint.epoch === epoch
-      if (checkpointed) for (const [keyId, projectId, micros] of checkpoint.spends) addSpend(keyId, projectId, BigInt(micros))
+      if (checkpoint && checkpointed) for (const [keyId, projectId, micros] of checkpoint.spends) addSpend(keyId, projectId, BigInt(micros))
       const keySpend = new Map<string, bigint>()
       const projectSpend = new Map<string, bigint>()
       for (const { keyId, projectId, micros } of spends.values()) {
@@ -144,32 +155,34 @@ interface Checkpoint {
   snapshot: string
   /** The snapshot's xmin: every transaction before it had ended. */
   xmin: string
+  /** The snapshot's xmax: no transaction from it on had begun. */
+  xmax: string
   epoch: string
   spends: CheckpointSpends
 }
 
 async function readCheckpoint(db: Drizzle, orgId: string, month: string, timeZone: string): Promise<Checkpoint | null> {
-  const [row] = rowsOf<{ snapshot: string; xmin: string; epoch: string; spends: string }>(
+  const [row] = rowsOf<{ snapshot: string; xmin: string; xmax: string; epoch: string; spends: string }>(
     await db.execute(sql`
-      SELECT snapshot::text AS snapshot, pg_snapshot_xmin(snapshot)::text AS xmin, epoch::text AS epoch, spends::text AS spends
+      SELECT snapshot::text AS snapshot, pg_snapshot_xmin(snapshot)::text AS xmin, pg_snapshot_xmax(snapshot)::text AS xmax, epoch::text AS epoch, spends::text AS spends
       FROM spend_checkpoints WHERE org_id = ${orgId} AND month = ${month} AND time_zone = ${timeZone}`),
   )
-  return row ? { snapshot: row.snapshot, xmin: row.xmin, epoch: row.epoch, spends: JSON.parse(row.spends) as CheckpointSpends } : null
+  return row ? { snapshot: row.snapshot, xmin: row.xmin, xmax: row.xmax, epoch: row.epoch, spends: JSON.parse(row.spends) as CheckpointSpends } : null
 }
 
 /**
- * Keeps a read's spends as the organization's checkpoint of the month, unless one from a later
- * snapshot is there already. Best effort: a read stays right without it, and only costs more.
+ * Keeps a read's spends as the organization's checkpoint of the month, in place of the one there:
+ * any checkpoint this cluster's reads leave is right for its snapshot, an older one only leaves
+ * more rows to add. Best effort: a read stays right without it, and only costs more.
  */
 async function saveCheckpoint(db: Drizzle, checkpoint: { orgId: string; month: string; timeZone: string; snapshot: string; epoch: string; sums: CheckpointSpends }): Promise<void> {
   const { orgId, month, timeZone, snapshot, epoch, sums } = checkpoint
   try {
     await db.execute(sql`
-      INSERT INTO spend_checkpoints AS checkpoint (org_id, month, time_zone, snapshot, epoch, spends)
+      INSERT INTO spend_checkpoints (org_id, month, time_zone, snapshot, epoch, spends)
       VALUES (${orgId}, ${month}, ${timeZone}, ${snapshot}::pg_snapshot, ${epoch}::bigint, ${JSON.stringify(sums)}::jsonb)
       ON CONFLICT (org_id, month, time_zone) DO UPDATE
-        SET snapshot = EXCLUDED.snapshot, epoch = EXCLUDED.epoch, spends = EXCLUDED.spends, created_at = now()
-        WHERE (checkpoint.epoch, pg_snapshot_xmax(checkpoint.snapshot)) <= (EXCLUDED.epoch, pg_snapshot_xmax(EXCLUDED.snapshot))`)
+        SET snapshot = EXCLUDED.snapshot, epoch = EXCLUDED.epoch, spends = EXCLUDED.spends, created_at = now()`)
   } catch {
     // Another read saving the same checkpoint at once, or the database going away: the next read saves one.
   }

@@ -82,6 +82,24 @@ describeEachDatabase('readCounters', (context) => {
     expect([afterDelete.keySpend, afterForeignInsert.keySpend]).toEqual([new Map([['key_a', 5n]]), new Map([['key_a', 16n]])])
   })
 
+  test('rows and checkpoints with transaction ids this cluster has not reached (restored from another) count once', async () => {
+    const { db } = context.current
+    const tenant = await db.createDemoTenant()
+    const org = tenant.organizationId
+    await db.usage.insertUsageEvents([usageEvent({ orgId: org, requestId: `req_a_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros: 5n, createdAt: new Date('2026-06-10T10:00:00Z') })])
+    await db.drizzle.execute(sql`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at, inserted_xid)
+      VALUES (${`req_restored_${org}`}, ${org}, 'proj_a', 'key_a', 'm', 'chat.completions', false, 1, 1, 11, 200, 1, NULL, '2026-06-11T00:00:00Z', '9999999990')`)
+    const read = async () => (await db.ledger.readCounters(org, '202606', 'Africa/Cairo')).keySpend.get('key_a')
+
+    const first = await read()
+    const fromCheckpoint = await read()
+    await db.drizzle.execute(sql`UPDATE spend_checkpoints SET snapshot = '9999999995:9999999995:', spends = '[["key_a", "proj_a", "1000000"]]' WHERE org_id = ${org}`)
+    const pastRestoredCheckpoint = await read()
+    const afterIt = await read()
+
+    expect([first, fromCheckpoint, pastRestoredCheckpoint, afterIt]).toEqual([16n, 16n, 16n, 16n])
+  })
+
   test('a read that summed enough rows since the checkpoint leaves its own, from its snapshot', async () => {
     const { db } = context.current
     const reader = createLedgerReader(db.drizzle, { checkpointAfterRows: 2 })
