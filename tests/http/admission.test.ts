@@ -170,11 +170,11 @@ describe('admission when the ledger cannot be read', () => {
   })
 
   test('a read slower than the wait still loads the counters, for the requests after it', async () => {
-    const { send, provider, ledgerReads } = await testApp({ ledgerDelayMs: () => 150, ledgerTimeoutMs: 20 })
+    const { send, provider, ledgerReads } = await testApp({ ledgerDelayMs: () => 400, ledgerTimeoutMs: 100 })
 
-    const first = await post(send, chatRequest())
-    const joined = await post(send, chatRequest())
-    await Bun.sleep(200)
+    // Sent together: the second joins the read the first started, and both stop waiting for it.
+    const [first, joined] = await Promise.all([post(send, chatRequest()), post(send, chatRequest())])
+    await Bun.sleep(500)
     const after = await post(send, chatRequest())
 
     expect([first.status, joined.status, after.status]).toEqual([503, 503, 200])

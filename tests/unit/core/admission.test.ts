@@ -14,6 +14,7 @@ import {
   type MoneyPosition,
 } from '../../../server/core/admission'
 import { admitRequest, ledgerCounters, newOrgId, orgCounters } from '../../support/admission-requests'
+import { waitFor } from '../../support/wait-for'
 
 describe('billingMonth', () => {
   test('turns over at 00:00 Cairo on the 1st, in winter (UTC+2) and in summer time (UTC+3)', () => {
@@ -174,7 +175,7 @@ describe('admitLoaded', () => {
     }
 
     const gaveUp = await admitLoaded(store, admitRequest({ orgId }), readLedger, { waitMs: 10 }).catch((error) => error)
-    await Bun.sleep(80)
+    await waitFor(async () => (await store.snapshot(orgId, '202501')) !== null, { what: 'the rebuild to load' })
 
     expect(gaveUp).toBeInstanceOf(NoAnswerInTime)
     expect((await store.snapshot(orgId, '202501'))?.balanceMicros).toBe(5_000n)
