@@ -158,6 +158,11 @@ export async function reconcileAccounts(store: AdmissionStore, ledger: Ledger, a
   return results
 }
 
+/** The result of a look at one organization. */
+function resultOf(look: Measure, outcome: Reconciliation['outcome'], drift: Drift = noDrift()): Reconciliation {
+  return { orgId: look.account.orgId, month: look.month, outcome, drift, releasedHolds: look.releasedHolds }
+}
+
 /** Adds the drift's opposite to the counters, unless they changed otherwise since the look. */
 async function repair(store: AdmissionStore, look: Measure): Promise<void> {
   const result = look.result!
@@ -189,7 +194,7 @@ async function measure(store: AdmissionStore, ledger: Ledger, accounts: readonly
     look.read = await ledger.readCounters(orgId, look.month, timeZone)
     const snapshot = await store.watchedSnapshot(orgId, look.month, look.watch!, now())
     if (snapshot && look.read.snapshot !== undefined) look.snapshot = snapshot
-    else look.result = { orgId, month: look.month, outcome: 'unsettled', drift: noDrift(), releasedHolds: look.releasedHolds }
+    else look.result = resultOf(look, 'unsettled')
   }
   let pending = watched.filter((look) => look.snapshot)
   for (let attempt = 1; pending.length > 0; attempt++) {
@@ -197,7 +202,7 @@ async function measure(store: AdmissionStore, ledger: Ledger, accounts: readonly
     for (const look of pending) {
       const found = await ledger.findUsageRows(look.account.orgId, look.read!.snapshot!, look.snapshot!.settledIds, look.account.timeZone)
       if (found.missingIds.length === 0) look.result = compare(look, found.after)
-      else if (attempt >= (options.rowLooks ?? 5)) look.result = { orgId: look.account.orgId, month: look.month, outcome: 'unsettled', drift: noDrift(), releasedHolds: look.releasedHolds }
+      else if (attempt >= (options.rowLooks ?? 5)) look.result = resultOf(look, 'unsettled')
       else waiting.push(look)
     }
     pending = waiting
@@ -224,17 +229,16 @@ function compare(look: Measure, after: readonly { keyId: string; projectId: stri
     keys: spendDrift(snapshot.keySpend, keySpend),
     projects: spendDrift(snapshot.projectSpend, projectSpend),
   }
-  return { orgId: look.account.orgId, month: look.month, outcome: isInStep(drift) ? 'in_step' : 'drifted', drift, releasedHolds: look.releasedHolds }
+  return resultOf(look, isInStep(drift) ? 'in_step' : 'drifted', drift)
 }
 
 /** Counters the store does not have: rebuilt from the ledger, or left absent. */
 async function rebuild(store: AdmissionStore, ledger: Ledger, look: Measure, options: ReconcileOptions): Promise<Reconciliation> {
   const { orgId, timeZone } = look.account
-  const result: Reconciliation = { orgId, month: look.month, outcome: 'absent', drift: noDrift(), releasedHolds: look.releasedHolds }
-  if (options.loadMissing === false || options.repair === false) return result
+  if (options.loadMissing === false || options.repair === false) return resultOf(look, 'absent')
   const now = options.now ?? Date.now
   const loaded = options.loaded && ((read: LedgerCounters, readAtMs: number, loadToken: string) => options.loaded!(look.account, read, readAtMs, loadToken))
   const rebuilt = await rebuildCounters(store, orgId, look.month, now, (_, __, requestIds) => ledger.readCounters(orgId, look.month, timeZone, requestIds), loaded)
   // Not rebuilt here: another gateway did it meanwhile, or a credit fenced this rebuild off.
-  return { ...result, outcome: rebuilt ? 'rebuilt' : 'unsettled' }
+  return resultOf(look, rebuilt ? 'rebuilt' : 'unsettled')
 }
