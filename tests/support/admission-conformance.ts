@@ -782,6 +782,9 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         const slow = request({ worstCaseMicros: 4_000n, reservationTtlMs: 1_000 })
         const admission = await admitted(slow)
         await admitted(request({ worstCaseMicros: 1_000n, reservationTtlMs: 60_000 }))
+        // Others of other keys and projects expire with it: each released where it was counted.
+        await admitted(request({ keyId: 'key_b', projectId: 'proj_b', worstCaseMicros: 700n, reservationTtlMs: 500 }))
+        await admitted(request({ keyId: 'key_b', projectId: 'proj_a', worstCaseMicros: 300n, reservationTtlMs: 1_000 }))
 
         const early = await store().releaseExpired(orgId, midJanuaryMs + 999)
         const released = await gateways()[1].releaseExpired(orgId, midJanuaryMs + 1_000)
@@ -791,8 +794,9 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
           await store().settle(settlementOf(slow, admission, { costMicros: 2_500n, nowMs: midJanuaryMs + 3_000 })),
         ]
 
-        expect([early, released]).toEqual([0, 1])
-        expect(afterSweep.heldMicros).toBe(1_000n)
+        expect([early, released]).toEqual([1, 2])
+        expect([afterSweep.heldMicros, afterSweep.keyHeld, afterSweep.projectHeld]).toEqual([1_000n, new Map([['key_a', 1_000n]]), new Map([['proj_a', 1_000n]])])
+        expectHoldsConsistent(afterSweep)
         expect(late.map((result) => [result.outcome, result.debitedMicros])).toEqual([
           ['settled_unreserved', 2_500n],
           ['already_settled', 0n],

@@ -148,6 +148,38 @@ describe('RedisAdmissionStore on a live Redis', () => {
     }
   })
 
+  test('a run that fails at one request keeps the requests before it whole, the account counters included', async () => {
+    const orgId = newOrgId()
+    const [store] = redis.stores
+    const client = redis.clients[0]!
+    const key = (name: string) => `${redis.keyPrefix}{o:${orgId}}:${name}`
+    await store!.load(orgId, orgCounters(10_000n))
+
+    // The second admission's window is not a sorted set: its script call fails (WRONGTYPE).
+    await client.set(key('k:key_b:win'), 'not a window')
+    const [first, second] = [admitRequest({ orgId }), admitRequest({ orgId, keyId: 'key_b' })]
+    const admissions = await Promise.allSettled([store!.admit(first), store!.admit(second)])
+    expect(admissions.map(({ status }) => status)).toEqual(['rejected', 'rejected'])
+    await client.del(key('k:key_b:win'))
+    let snapshot = (await store!.snapshot(orgId, '202501'))!
+    expect([snapshot.heldMicros, snapshot.reservations.map(({ requestId }) => requestId)]).toEqual([1_000n, [first.requestId]])
+
+    // The second settlement's hold record is unreadable: the first is settled whole all the same.
+    const third = admitRequest({ orgId, keyId: 'key_c' })
+    await store!.admit(third)
+    const thirdHold = (await client.hGet(key('res'), third.requestId))!
+    await client.hSet(key('res'), third.requestId, 'unreadable')
+    const settlements = await Promise.allSettled([
+      store!.settle(settlementOf(first, { month: '202501' }, { costMicros: 600n })),
+      store!.settle(settlementOf(third, { month: '202501' }, { costMicros: 300n })),
+    ])
+    expect(settlements.map(({ status }) => status)).toEqual(['rejected', 'rejected'])
+    await client.hSet(key('res'), third.requestId, thirdHold)
+    snapshot = (await store!.snapshot(orgId, '202501'))!
+    expect([snapshot.balanceMicros, snapshot.heldMicros, snapshot.keySpend]).toEqual([9_400n, 1_000n, new Map([['key_a', 600n]])])
+    expect((await store!.settle(settlementOf(first, { month: '202501' }, { costMicros: 600n }))).outcome).toBe('already_settled')
+  })
+
   test('loads its scripts again after SCRIPT FLUSH (NOSCRIPT), for many calls at once', async () => {
     const orgId = newOrgId()
     await redis.stores[0]!.load(orgId, orgCounters(1_000_000n))
