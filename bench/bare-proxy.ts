@@ -1,22 +1,114 @@
-// The least a proxy in front of the fake upstream can do on Bun: read the body, POST it upstream
-// with fetch, parse the JSON answer and send it back. No authentication, limits, billing or
-// validation: the bench's reference for what the gateway's own work costs on top.
+// The least a proxy in front of the fake upstream can do on Bun: read the body, POST it upstream,
+// parse the JSON answer and send it back. No authentication, limits, billing or validation: the
+// bench's reference for what the gateway's own work costs on top.
 //
-//   bun bench/bare-proxy.ts --upstream http://127.0.0.1:PORT/v1 [--port 0]
+// `--client fetch` (the default) sends with fetch, as the gateway does: Bun runs fetch's HTTP on a
+// thread of its own, so every exchange crosses threads twice. `--client socket` writes HTTP/1.1 on
+// keep-alive sockets of this thread (Bun.connect) instead: what the same forwarding costs without
+// that crossing. It speaks just enough HTTP for the fake upstream's non-streamed answers (a status
+// line, headers with Content-Length, the body) and is a measuring stick, not a client to build on.
+//
+//   bun bench/bare-proxy.ts --upstream http://127.0.0.1:PORT/v1 [--port 0] [--client fetch|socket]
 //
 // Prints `bare-proxy listening on http://127.0.0.1:PORT/v1` once it accepts connections.
+import type { Socket } from 'bun'
 import { argValue } from './arg-value'
 
 const upstream = argValue(Bun.argv, ['--upstream'])
 if (!upstream) throw new Error('--upstream URL is required')
-const target = `${upstream}/chat/completions`
+const target = new URL(`${upstream}/chat/completions`)
+const client = argValue(Bun.argv, ['--client']) ?? 'fetch'
+if (client !== 'fetch' && client !== 'socket') throw new Error(`--client must be fetch or socket, got ${client}`)
+
+interface Answer {
+  status: number
+  body: string
+}
+
+/** One keep-alive connection to the upstream, one exchange at a time. */
+class Connection {
+  private received: Buffer | null = null
+  private waiting: { resolve: (answer: Answer) => void; reject: (error: Error) => void } | null = null
+  socket: Socket | null = null
+  closed = false
+
+  send(request: string): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      if (this.closed || !this.socket) return reject(new Error('the upstream connection is closed'))
+      this.waiting = { resolve, reject }
+      this.socket.write(request)
+    })
+  }
+
+  onData(data: Buffer): void {
+    const received = (this.received = this.received ? Buffer.concat([this.received, data]) : data)
+    const headEnd = received.indexOf('\r\n\r\n')
+    if (headEnd < 0 || !this.waiting) return
+    const head = received.toString('latin1', 0, headEnd)
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head)
+    if (!length) return this.fail(new Error(`the upstream answered without Content-Length: ${head.slice(0, 200)}`))
+    const bodyEnd = headEnd + 4 + Number(length[1])
+    if (received.length < bodyEnd) return
+    const answer = { status: Number(head.slice(9, 12)), body: received.toString('utf8', headEnd + 4, bodyEnd) }
+    this.received = received.length > bodyEnd ? received.subarray(bodyEnd) : null
+    const { resolve } = this.waiting
+    this.waiting = null
+    resolve(answer)
+  }
+
+  fail(error: Error): void {
+    this.closed = true
+    this.waiting?.reject(error)
+    this.waiting = null
+    this.socket?.end()
+  }
+}
+
+/** Connections to the upstream: an idle one is reused, else a new one is opened. */
+class SocketClient {
+  private readonly idle: Connection[] = []
+
+  async post(body: string): Promise<Answer> {
+    const connection = this.idle.pop() ?? (await this.open())
+    const request = `POST ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+    const answer = await connection.send(request)
+    if (!connection.closed) this.idle.push(connection)
+    return answer
+  }
+
+  private async open(): Promise<Connection> {
+    const connection = new Connection()
+    connection.socket = await Bun.connect({
+      hostname: target.hostname,
+      port: Number(target.port),
+      socket: {
+        data: (_socket, data) => connection.onData(data),
+        close: () => connection.fail(new Error('the upstream closed the connection')),
+        error: (_socket, error) => connection.fail(error),
+      },
+    })
+    return connection
+  }
+}
+
+const sockets = new SocketClient()
+
+/** The upstream's status and parsed JSON answer. */
+async function forward(body: string): Promise<{ status: number; json: unknown }> {
+  if (client === 'socket') {
+    const answer = await sockets.post(body)
+    return { status: answer.status, json: JSON.parse(answer.body) }
+  }
+  const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  return { status: answer.status, json: await answer.json() }
+}
 
 const server = Bun.serve({
   hostname: '127.0.0.1',
   port: Number(argValue(Bun.argv, ['--port']) ?? 0),
   async fetch(request) {
-    const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: await request.text() })
-    return Response.json(await answer.json(), { status: answer.status })
+    const answer = await forward(await request.text())
+    return Response.json(answer.json, { status: answer.status })
   },
 })
 console.log(`bare-proxy listening on http://127.0.0.1:${server.port}/v1`)

@@ -6,7 +6,7 @@ import { threadGroups, type ThreadGroup } from './process-group'
 
 /** One throughput scenario: measured, failed before measuring, or skipped. */
 export interface ScenarioOutcome {
-  id: 'a' | 'b' | 'c' | 'd'
+  id: 'a' | 'b' | 'c' | 'd' | 'e'
   label: string
   result: LoadResult | null
   /** Why it was not measured: the gateway is missing, or the check request failed. */
@@ -78,7 +78,7 @@ function threadTable(report: BenchReport): string[] {
   const rows = report.scenarios.filter((scenario) => scenario.id !== 'a' && scenario.result && scenario.cpuUsPerRequest)
   if (rows.length === 0) return []
   return [
-    `CPU of the gateway (in (d) the bare proxy) per request, by thread, in microseconds (from /proc, the median round):`,
+    `CPU of the gateway (in (d) and (e) the bare proxy) per request, by thread, in microseconds (from /proc, the median round):`,
     '',
     `| scenario | ${threadGroups.join(' | ')} | total |`,
     `|---|${threadGroups.map(() => '---:').join('|')}|---:|`,
@@ -175,7 +175,7 @@ export function renderReport(report: BenchReport): string {
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
     `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +
       'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens)',
-    '- CPU: share of one core used by the process while the scenario ran, in brackets by its main thread alone, which serves every request (from /proc); in (d) the gateway column is the bare proxy',
+    '- CPU: share of one core used by the process while the scenario ran, in brackets by its main thread alone, which serves every request (from /proc); in (d) and (e) the gateway column is the bare proxy',
     '',
     errors > 0 ? `**FLAGGED: ${errors} failed request(s) or check(s) in this run; the numbers below are not clean.**\n` : '',
     ...throughputTable(report),

@@ -160,7 +160,7 @@ export async function measureScenario(
     upstream: await cpuSeconds(pids.upstream),
   }
   const threadsBefore = pids.gateway ? await threadCpuSeconds(pids.gateway) : null
-  // The bare proxy (d) uses no server.
+  // The bare proxies (d, e) use no server.
   // Looked up now: Postgres starts a process per connection.
   const servers = scenario.pid ? [] : await Promise.all(Object.entries(pids.servers ?? {}).map(async ([label, name]) => [label, await processesNamed(name)] as const))
   const serversBefore = await Promise.all(servers.map(([, serverPids]) => totalCpuSeconds(serverPids)))
@@ -208,6 +208,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   const upstream: RunningUpstream = await startUpstream(processes, workDir)
   console.error(`fake upstream: ${upstream.baseUrl}`)
   const bareProxy = await startBareProxy(processes, workDir, upstream.baseUrl)
+  const socketProxy = await startBareProxy(processes, workDir, upstream.baseUrl, 'socket')
 
   let gateway: RunningGateway | null = null
   const gatewayMissing = ['server/main.ts', 'server/cli.ts'].filter((path) => !existsSync(join(repoDir, path)))
@@ -248,6 +249,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   }
   // Its CPU shows in the gateway column.
   scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid })
+  scenarios.push({ id: 'e', label: 'bare Bun proxy, upstream over sockets of its own thread (no fetch)', url: `${socketProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: socketProxy.pid })
 
   const outcomes: ScenarioOutcome[] = []
   const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid, servers: localServers(options) }
@@ -255,7 +257,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   let deadServer: string | null = null
   const checkServers = async (when: string) => {
     if (deadServer) return
-    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await gateway?.exitReport()) ?? null
+    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await socketProxy.exitReport()) ?? (await gateway?.exitReport()) ?? null
     if (deadServer) {
       console.error(deadServer)
       notes.push(`${when} ${deadServer.replaceAll('|', '/')}`)

@@ -20,10 +20,10 @@ export async function startUpstream(processes: ProcessGroup, workDir: string): P
   return { baseUrl: baseUrl!, pid: child.pid, exitReport: () => describeExit('the fake upstream', child, logPath) }
 }
 
-/** Starts bench/bare-proxy.ts in front of `upstreamBaseUrl`, on a free port. */
-export async function startBareProxy(processes: ProcessGroup, workDir: string, upstreamBaseUrl: string): Promise<RunningUpstream> {
-  const logPath = join(workDir, 'bare-proxy.log')
-  const child = processes.spawn(['bun', join(import.meta.dir, 'bare-proxy.ts'), '--upstream', upstreamBaseUrl], { env: { ...Bun.env } as Record<string, string>, logPath })
+/** Starts bench/bare-proxy.ts in front of `upstreamBaseUrl`, on a free port, with its `--client`. */
+export async function startBareProxy(processes: ProcessGroup, workDir: string, upstreamBaseUrl: string, client: 'fetch' | 'socket' = 'fetch'): Promise<RunningUpstream> {
+  const logPath = join(workDir, `bare-proxy-${client}.log`)
+  const child = processes.spawn(['bun', join(import.meta.dir, 'bare-proxy.ts'), '--upstream', upstreamBaseUrl, '--client', client], { env: { ...Bun.env } as Record<string, string>, logPath })
   const [, baseUrl] = await waitForLogLine(logPath, /listening on (http:\/\/\S+\/v1)/, child, 15_000)
-  return { baseUrl: baseUrl!, pid: child.pid, exitReport: () => describeExit('the bare proxy', child, logPath) }
+  return { baseUrl: baseUrl!, pid: child.pid, exitReport: () => describeExit(`the bare proxy (${client})`, child, logPath) }
 }
