@@ -13,7 +13,8 @@ export interface MachineInfo {
 /** Reads the machine and the checkout the bench runs on. */
 export function readMachineInfo(repoDir: string): MachineInfo {
   const commit = Bun.spawnSync(['git', 'rev-parse', '--short', 'HEAD'], { cwd: repoDir })
-  const dirty = Bun.spawnSync(['git', 'status', '--porcelain', '--untracked-files=no'], { cwd: repoDir })
+  // Results written by an earlier run of the same session are not changes to what is measured.
+  const dirty = Bun.spawnSync(['git', 'status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench/RESULTS*.md'], { cwd: repoDir })
   return {
     cores: availableParallelism(),
     cpuModel: cpus()[0]?.model.trim() || 'unknown',
