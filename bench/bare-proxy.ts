@@ -64,12 +64,15 @@ class Connection {
   }
 }
 
-/** Connections to the upstream: an idle one is reused, else a new one is opened. */
+/** Connections to the upstream: an idle one is reused, else one is opened (at most one per request in flight). */
 class SocketClient {
   private readonly idle: Connection[] = []
 
   async post(body: string): Promise<Answer> {
-    const connection = this.idle.pop() ?? (await this.open())
+    let connection = this.idle.pop()
+    // One the upstream closed while it was idle is dropped.
+    while (connection?.closed) connection = this.idle.pop()
+    connection ??= await this.open()
     const request = `POST ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
     const answer = await connection.send(request)
     if (!connection.closed) this.idle.push(connection)
