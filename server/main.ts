@@ -125,10 +125,11 @@ const app = buildApp({
 // Through Elysia's listen, Bun routes each request to its route's compiled handler (Bun.serve's
 // `routes`), instead of every request going through the app's fetch and router: about 3 us less
 // of the main thread a request. Paths with wildcards still take the fetch. Routes read the socket
-// peer (client IP, allow-lists) through the context's `server`, which listen sets. Bun's own body
-// cap answers a bare 413 without a request id; the app enforces the real caps. Another process on
-// the same port is an error, not a share of the connections (reusePort).
-app.listen({ hostname: config.host, port: config.port, development: false, reusePort: false, maxRequestBodySize: 256 * 1024 * 1024, idleTimeout: 255 })
+// peer (client IP, allow-lists) through the context's `server`, which listen sets. The app enforces
+// the body caps (from Content-Length before reading, and by counting chunked bodies): Bun's own cap
+// is set out of reach, as it would answer a bare 413 without the error envelope or a request id.
+// Another process on the same port is an error, not a share of the connections (reusePort).
+app.listen({ hostname: config.host, port: config.port, development: false, reusePort: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 })
 const server = app.server!
 const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}/v1`
 const control = embedded

@@ -175,8 +175,8 @@ describe('bodies that are not a JSON object are 400 invalid_request', () => {
 })
 
 describe('oversized bodies are 413 request_too_large without reading past the cap', () => {
-  test('a declared Content-Length over 32 MiB is answered from the headers alone', async () => {
-    const declared = 40 * mib
+  // Far past the cap too: Bun's own limit, had it one in reach, would answer without the envelope.
+  test.each([40 * mib, 1024 ** 4])('a declared Content-Length over 32 MiB (%d) is answered from the headers alone', async (declared) => {
 
     const answer = await rawExchange({
       hostname: gateway.current.hostname,
