@@ -46,7 +46,7 @@ import {
   type SettleReply,
   type SnapshotReply,
 } from './admission-scripts'
-import { TurnBatches } from './turn-batches'
+import { TurnBatches, TurnEnd } from './turn-batches'
 import { redisFailure, withDeadline, type RedisClient } from './client'
 
 export interface RedisAdmissionStoreOptions {
@@ -86,9 +86,14 @@ export class RedisAdmissionStore implements AdmissionStore {
   private readonly releaseBatch: number
   private readonly commandTimeoutMs: number
   private readonly loadFenceMs: number
+  /**
+   * Where the admissions and the settlements of a turn are sent. The PING (one a turn that has
+   * any, about a microsecond of Redis's time) makes node-redis write them in that turn.
+   */
+  private readonly turn = new TurnEnd(() => void this.client.ping().catch(() => {}))
   /** Admissions and settlements of this turn of the event loop, by organization and month: one script run each. */
-  private readonly admissions = new TurnBatches<AdmitRequest, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests))
-  private readonly settlements = new TurnBatches<Settlement, SettleReply>(callsPerRun, (settlements) => this.runSettlements(settlements))
+  private readonly admissions = new TurnBatches<AdmitRequest, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests), this.turn)
+  private readonly settlements = new TurnBatches<Settlement, SettleReply>(callsPerRun, (settlements) => this.runSettlements(settlements), this.turn)
 
   constructor(
     private readonly client: RedisClient,

@@ -148,6 +148,38 @@ describe('RedisAdmissionStore on a live Redis', () => {
     }
   })
 
+  test('writes the admissions of a turn to Redis in that turn, not after the loop polls again', async () => {
+    const own = await openRedisStores(1)
+    try {
+      const store = own.stores[0]!
+      const orgId = newOrgId()
+      await store.load(orgId, orgCounters(10_000n))
+      // Each later turn of the loop is held 100 ms before it polls, long enough for Redis to answer
+      // what was written before: written at the end of this turn, the reply is read in the next.
+      let turn = 0
+      let answeredIn = -1
+      const admitted = store.admit(admitRequest({ orgId })).then((result) => {
+        answeredIn = turn
+        return result
+      })
+      await new Promise<void>((resolve) => {
+        const nextTurn = () => {
+          turn++
+          const until = performance.now() + 100
+          while (performance.now() < until) {}
+          if (answeredIn >= 0 || turn >= 5) resolve()
+          else setImmediate(nextTurn)
+        }
+        setImmediate(nextTurn)
+      })
+
+      expect((await admitted).admitted).toBe(true)
+      expect(answeredIn).toBe(1)
+    } finally {
+      await own.close()
+    }
+  })
+
   test('a run that fails at one request keeps the requests before it whole, the account counters included', async () => {
     const orgId = newOrgId()
     const [store] = redis.stores

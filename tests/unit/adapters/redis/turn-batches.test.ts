@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { TurnBatches } from '../../../../server/adapters/redis/turn-batches'
+import { TurnBatches, TurnEnd } from '../../../../server/adapters/redis/turn-batches'
 
 describe('TurnBatches', () => {
   test('sends the calls of one turn together, one send per group of at most perCall, and answers each with its reply', async () => {
@@ -34,5 +34,41 @@ describe('TurnBatches', () => {
     )
 
     expect(outcomes).toEqual(['failed: unreachable', 'failed: unreachable', 'ok fine', 'failed: 0 replies for 1 calls'])
+  })
+})
+
+describe('TurnEnd', () => {
+  test('runs what a turn deferred in one setImmediate, in order, after beforeEnd ran once; what those defer waits for the next', async () => {
+    const events: string[] = []
+    const turn = new TurnEnd(() => events.push('before end'))
+
+    turn.defer(() => events.push('first'))
+    turn.defer(() => {
+      events.push('second')
+      turn.defer(() => events.push('next turn'))
+    })
+    events.push('still in the turn')
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(events).toEqual(['before end', 'still in the turn', 'first', 'second', 'before end'])
+
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(events).toEqual(['before end', 'still in the turn', 'first', 'second', 'before end', 'next turn'])
+  })
+
+  test('batchers sharing a turn send in the same setImmediate, each once however many calls it got', async () => {
+    const sent: string[] = []
+    let ends = 0
+    const turn = new TurnEnd(() => ends++)
+    const echo = (name: string) => async (items: string[]) => {
+      sent.push(`${name}: ${items.join(' ')}`)
+      return items
+    }
+    const admissions = new TurnBatches<string, string>(10, echo('admit'), turn)
+    const settlements = new TurnBatches<string, string>(10, echo('settle'), turn)
+
+    await Promise.all([admissions.add('org', 'a1'), settlements.add('org', 's1'), admissions.add('org', 'a2')])
+
+    expect(sent).toEqual(['admit: a1 a2', 'settle: s1'])
+    expect(ends).toBe(1)
   })
 })
