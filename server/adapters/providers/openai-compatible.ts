@@ -105,7 +105,8 @@ export class OpenAICompatibleProvider implements Provider {
       stream: true,
       stream_options: { ...body.stream_options, include_usage: true },
     }
-    const exchange = new UpstreamExchange(call)
+    // A chunk read after the client left would count as relayed: the stream stops at once.
+    const exchange = new UpstreamExchange(call, { followClient: true })
     exchange.watch('connect', call.deployment.timeouts.connectMs)
     try {
       const response = await exchange.post('/chat/completions', payload, 'text/event-stream')

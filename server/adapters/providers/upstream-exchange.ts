@@ -6,15 +6,18 @@ const maxErrorBodyBytes = 16_384
 const sweepEveryMs = 25
 
 /**
- * The total deadlines of all open exchanges, checked by one timer: a timer per request cost about a
- * tenth of the proxy's throughput, and a total deadline (minutes) needs no millisecond precision.
+ * The total deadlines of all open exchanges, and whether their clients went away, checked by one
+ * timer: a timer per request cost about a tenth of the proxy's throughput, a total deadline
+ * (minutes) needs no millisecond precision, and a whole answer stopped 25 ms after its client left
+ * costs little. Listening for each client's abort cost the hot path more than sweeping does; a
+ * stream still listens (`followClient`), as a chunk read after its client left would be billed.
  */
 const openExchanges = new Set<UpstreamExchange>()
 let sweeper: ReturnType<typeof setInterval> | undefined
 
 function sweepDeadlines(): void {
   const now = performance.now()
-  for (const exchange of openExchanges) exchange.checkTotalDeadline(now)
+  for (const exchange of openExchanges) exchange.check(now)
   if (openExchanges.size === 0) {
     clearInterval(sweeper)
     sweeper = undefined
@@ -23,8 +26,9 @@ function sweepDeadlines(): void {
 
 /**
  * One HTTP exchange with an upstream and its deadlines. The fetch is aborted when the client goes
- * away, when the total deadline passes, or when the watched deadline (connect, first token or idle)
- * passes; `failure()` then tells which, as the error to throw.
+ * away (at once with `followClient`, else within 25 ms), when the total deadline passes, or when
+ * the watched deadline (connect, first token or idle) passes; `failure()` then tells which, as the
+ * error to throw.
  */
 export class UpstreamExchange {
   readonly startedAt = performance.now()
@@ -37,25 +41,31 @@ export class UpstreamExchange {
   private closed = false
   private bodyRead = false
 
-  constructor(private readonly call: ProviderCall) {
+  private onClientAbort: (() => void) | null = null
+
+  constructor(
+    private readonly call: ProviderCall,
+    { followClient = false } = {},
+  ) {
     this.totalDeadline = this.startedAt + call.deployment.timeouts.totalMs
     openExchanges.add(this)
     sweeper ??= setInterval(sweepDeadlines, sweepEveryMs)
-    call.signal.addEventListener('abort', this.onClientAbort, { once: true })
+    if (followClient) {
+      this.onClientAbort = () => this.controller.abort(call.signal.reason)
+      call.signal.addEventListener('abort', this.onClientAbort, { once: true })
+    }
   }
 
-  /** Expires the exchange once its total deadline has passed. */
-  checkTotalDeadline(now: number): void {
-    if (now >= this.totalDeadline) this.expire('total', this.call.deployment.timeouts.totalMs)
+  /** Aborts the exchange once its client has gone away, or expires it once its total deadline has passed. */
+  check(now: number): void {
+    if (this.call.signal.aborted) {
+      if (!this.controller.signal.aborted) this.controller.abort(this.call.signal.reason)
+    } else if (now >= this.totalDeadline) this.expire('total', this.call.deployment.timeouts.totalMs)
   }
 
   /** The whole response body was read: closing need not abort the connection, which stays reusable. */
   markBodyRead(): void {
     this.bodyRead = true
-  }
-
-  private readonly onClientAbort = (): void => {
-    this.controller.abort(this.call.signal.reason)
   }
 
   /** Fails the exchange unless it progresses within `ms` of `from` (now by default). */
@@ -159,7 +169,7 @@ export class UpstreamExchange {
     this.closed = true
     openExchanges.delete(this)
     clearTimeout(this.watchTimer)
-    this.call.signal.removeEventListener('abort', this.onClientAbort)
+    if (this.onClientAbort) this.call.signal.removeEventListener('abort', this.onClientAbort)
     if (!this.bodyRead) this.controller.abort()
   }
 }

@@ -383,13 +383,18 @@ describe('OpenAICompatibleProvider.streamChat', () => {
     expect(error).toMatchObject({ code: 'invalid_request', message: `The model rejected the request: Prompt too long for ${catalogModelId}` })
   })
 
-  test('aborts the upstream request when the client goes away mid-stream', async () => {
+  /** A stream whose first chunk was read, whose client can go away while the next is awaited. */
+  async function streamAwaitingItsSecondChunk() {
     const { upstream, stream } = controlledUpstream()
     const client = new AbortController()
     const chunks = (await provider.streamChat(upstreamChatRequest(), upstreamCall(upstream.baseUrl, { signal: client.signal })))[Symbol.asyncIterator]()
     stream.send(sseFrame(upstreamChunk({ role: true, content: '' })))
     await chunks.next()
-    const pending = chunks.next()
+    return { upstream, stream, client, pending: chunks.next() }
+  }
+
+  test('aborts the upstream request when the client goes away mid-stream', async () => {
+    const { upstream, stream, client, pending } = await streamAwaitingItsSecondChunk()
     const reason = new Error('client went away')
 
     client.abort(reason)
@@ -397,6 +402,17 @@ describe('OpenAICompatibleProvider.streamChat', () => {
     expect(await caught(pending)).toBe(reason)
     await upstream.requests[0]!.aborted
     await stream.cancelled
+  })
+
+  test('hands out no chunk the upstream sends after the client went away: it would be billed', async () => {
+    const { upstream, stream, client, pending } = await streamAwaitingItsSecondChunk()
+    const reason = new Error('client went away')
+
+    client.abort(reason)
+    stream.send(sseFrame(upstreamChunk({ content: 'too late' })))
+
+    expect(await caught(pending)).toBe(reason)
+    await upstream.requests[0]!.aborted
   })
 
   test('aborts the upstream request when the client goes away before the headers', async () => {
