@@ -28,7 +28,11 @@ export class TurnEnd {
       this.deferred = []
       for (const run of deferred) run()
     })
-    this.beforeEnd?.()
+    try {
+      this.beforeEnd?.()
+    } catch {
+      // Only a matter of when the batches leave: they are sent either way.
+    }
   }
 }
 

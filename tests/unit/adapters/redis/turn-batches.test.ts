@@ -71,4 +71,13 @@ describe('TurnEnd', () => {
     expect(sent).toEqual(['admit: a1 a2', 'settle: s1'])
     expect(ends).toBe(1)
   })
+
+  test('a beforeEnd that throws delays nothing: the calls of the turn are sent and answered', async () => {
+    const turn = new TurnEnd(() => {
+      throw new Error('not connected')
+    })
+    const batches = new TurnBatches<string, string>(10, async (items) => items, turn)
+
+    expect(await Promise.all([batches.add('org', 'a'), batches.add('org', 'b')])).toEqual(['a', 'b'])
+  })
 })
