@@ -43,10 +43,14 @@ interface Hold {
 interface OrgState {
   /** Credits minus settled debits. */
   balance: bigint
-  /** Sum of open holds, and the same per `<month>|<keyId>` and `<month>|<projectId>`. */
+  /**
+   * Sum of open holds, and the same per month and key and per month and project: month -> id ->
+   * micro-EGP, without the zeros. Nested rather than keyed by "month|id", which built and hashed a
+   * new string on every admission and settlement.
+   */
   held: bigint
-  keyHeld: Map<string, bigint>
-  projectHeld: Map<string, bigint>
+  keyHeld: Map<string, Map<string, bigint>>
+  projectHeld: Map<string, Map<string, bigint>>
   /** Settled spend: month -> id -> micro-EGP. */
   keySpend: Map<string, Map<string, bigint>>
   projectSpend: Map<string, Map<string, bigint>>
@@ -107,10 +111,10 @@ export class InProcessAdmissionStore implements AdmissionStore {
       heldMicros: org.held,
       keyCapMicros: request.keyCapMicros,
       keySpentMicros: org.keySpend.get(month)?.get(keyId) ?? 0n,
-      keyHeldMicros: org.keyHeld.get(`${month}|${keyId}`) ?? 0n,
+      keyHeldMicros: org.keyHeld.get(month)?.get(keyId) ?? 0n,
       projectCapMicros: request.projectCapMicros,
       projectSpentMicros: org.projectSpend.get(month)?.get(projectId) ?? 0n,
-      projectHeldMicros: org.projectHeld.get(`${month}|${projectId}`) ?? 0n,
+      projectHeldMicros: org.projectHeld.get(month)?.get(projectId) ?? 0n,
     })
     if (refusal) return refusal
 
@@ -295,8 +299,8 @@ export class InProcessAdmissionStore implements AdmissionStore {
       heldMicros: org.held,
       keySpend: new Map(org.keySpend.get(month)),
       projectSpend: new Map(org.projectSpend.get(month)),
-      keyHeld: heldIn(org.keyHeld, month),
-      projectHeld: heldIn(org.projectHeld, month),
+      keyHeld: new Map(org.keyHeld.get(month)),
+      projectHeld: new Map(org.projectHeld.get(month)),
       reservations: [...org.holds]
         .map(([requestId, hold]) => ({ requestId, keyId: hold.keyId, projectId: hold.projectId, month: hold.month, amountMicros: hold.amount, expiresAtMs: hold.expiresAtMs }))
         .sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
@@ -344,14 +348,20 @@ function addHeld(org: OrgState, hold: Hold, sign: 1n | -1n): void {
   if (hold.amount === 0n) return
   const amount = sign * hold.amount
   org.held += amount
-  addOrDelete(org.keyHeld, `${hold.month}|${hold.keyId}`, amount)
-  addOrDelete(org.projectHeld, `${hold.month}|${hold.projectId}`, amount)
+  addOrDelete(org.keyHeld, hold.month, hold.keyId, amount)
+  addOrDelete(org.projectHeld, hold.month, hold.projectId, amount)
 }
 
-function addOrDelete(map: Map<string, bigint>, field: string, amount: bigint): void {
-  const total = (map.get(field) ?? 0n) + amount
-  if (total > 0n) map.set(field, total)
-  else map.delete(field)
+function addOrDelete(months: Map<string, Map<string, bigint>>, month: string, id: string, amount: bigint): void {
+  let held = months.get(month)
+  const total = (held?.get(id) ?? 0n) + amount
+  if (total > 0n) {
+    if (!held) months.set(month, (held = new Map()))
+    held.set(id, total)
+  } else if (held) {
+    held.delete(id)
+    if (held.size === 0) months.delete(month)
+  }
 }
 
 function addSpend(months: Map<string, Map<string, bigint>>, month: string, id: string, amount: bigint): void {
@@ -365,12 +375,6 @@ function setMonth(months: Map<string, Map<string, bigint>>, month: string, spend
   if (months.size > monthsKept) months.delete([...months.keys()].sort()[0]!)
 }
 
-function heldIn(held: Map<string, bigint>, month: string): Map<string, bigint> {
-  const prefix = `${month}|`
-  const result = new Map<string, bigint>()
-  for (const [field, amount] of held) if (field.startsWith(prefix)) result.set(field.slice(prefix.length), amount)
-  return result
-}
 
 /**
  * A key's admission times, ascending. Expired times are dropped from the front by moving a start
