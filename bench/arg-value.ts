@@ -18,3 +18,10 @@ export function postgresArg(args: string[]): string | null {
   const url = argValue(args, ['--postgres'])
   return url?.startsWith('postgres') ? url : 'postgres://postgres@127.0.0.1:5432/postgres'
 }
+
+/** `--redis [URL]`: the Redis to keep admission counters in, or null for the in-process store. */
+export function redisArg(args: string[]): string | null {
+  if (!args.includes('--redis')) return null
+  const url = argValue(args, ['--redis'])
+  return url?.startsWith('redis') ? url : 'redis://127.0.0.1:6379/10'
+}

@@ -5,13 +5,13 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { argValue, integerArg, postgresArg } from './arg-value'
+import { argValue, integerArg, postgresArg, redisArg } from './arg-value'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
 import { chooseLoadTool, type LoadTool } from './load-tool'
 import { requestsPerSecond, totalErrors } from './load-result'
 import { readMachineInfo } from './machine-info'
 import { machineBusyPercent, ProcessGroup } from './process-group'
-import { measureScenario, medianRound, type Options, type Scenario } from './run'
+import { flushRedis, measureScenario, medianRound, type Options, type Scenario } from './run'
 import { startUpstream, type RunningUpstream } from './upstream-process'
 import type { ScenarioOutcome } from './report'
 
@@ -33,10 +33,12 @@ export interface ComparisonContext {
   upstream: RunningUpstream
   workDir: string
   processes: ProcessGroup
-  /** A gateway on the bench catalog with `keys` API keys, in a directory of its own. */
-  launchGateway(name: string, keys: number): Promise<RunningGateway>
+  /** A gateway on the bench catalog with `keys` API keys, in a directory of its own, run from `fromRepoDir` (this checkout by default). */
+  launchGateway(name: string, keys: number, fromRepoDir?: string): Promise<RunningGateway>
   /** Measures the scenarios in turns; the median round of each. */
   measureInTurns(scenarios: ComparedScenario[]): Promise<ScenarioOutcome[]>
+  /** Measures the scenarios in turns; every round of each. */
+  measureRoundsInTurns(scenarios: ComparedScenario[]): Promise<ScenarioOutcome[][]>
 }
 
 /** Markdown: a title, how it was measured, notes, and the table of scenarios against the first. */
@@ -64,12 +66,13 @@ export function comparisonReport(context: ComparisonContext, title: string, comm
 }
 
 /**
- * Runs a comparison script: parses `--duration --rounds --connections --postgres --no-write --out`,
- * starts the fake upstream, hands `run` its context, prints and writes the markdown it returns, and
- * cleans up. Exits non-zero when a scenario failed or had errors.
+ * Runs a comparison script: parses `--duration --rounds --connections --postgres --redis --no-write
+ * --out`, starts the fake upstream, hands `run` its context, prints and writes the markdown it
+ * returns (to `--out`, else to `defaultOut` in bench/ unless that is null), and cleans up. Exits
+ * non-zero when a scenario failed or had errors.
  */
 export async function runComparison(
-  defaultOut: string,
+  defaultOut: string | null,
   run: (context: ComparisonContext) => Promise<{ markdown: string; outcomes: ScenarioOutcome[] }>,
 ): Promise<never> {
   const args = Bun.argv.slice(2)
@@ -79,6 +82,7 @@ export async function runComparison(
   process.on('exit', () => processes.killAllNow())
   let exitCode = 1
   try {
+    const out = argValue(args, ['--out']) ?? (defaultOut === null ? null : join(repoDir, 'bench', defaultOut))
     const options: Options = {
       durationS: integerArg(args, 'duration', 10),
       rounds: integerArg(args, 'rounds', 3),
@@ -88,13 +92,14 @@ export async function runComparison(
       keys: 0,
       ttfbRequests: 0,
       ttfbWarmup: 0,
-      outPath: args.includes('--no-write') ? null : resolve(argValue(args, ['--out']) ?? join(repoDir, 'bench', defaultOut)),
+      outPath: args.includes('--no-write') || out === null ? null : resolve(out),
       profileDir: null,
       postgresUrl: postgresArg(args),
-      redisUrl: null,
+      redisUrl: redisArg(args),
       keepTemp: false,
     }
     const tool = await chooseLoadTool(null)
+    if (options.redisUrl) await flushRedis(options.redisUrl)
     const busyBefore = await machineBusyPercent(1_000)
     const upstream = await startUpstream(processes, workDir)
     const context: ComparisonContext = {
@@ -104,7 +109,7 @@ export async function runComparison(
       upstream,
       workDir,
       processes,
-      async launchGateway(name, keys) {
+      async launchGateway(name, keys, fromRepoDir = repoDir) {
         const gatewayDir = join(workDir, name)
         mkdirSync(gatewayDir)
         let databaseUrl: string | null = null
@@ -113,9 +118,12 @@ export async function runComparison(
           afterStop.push(() => scratch.drop())
           databaseUrl = scratch.url
         }
-        return startGateway({ processes, workDir: gatewayDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys, profileDir: null, databaseUrl })
+        return startGateway({ processes, workDir: gatewayDir, repoDir: fromRepoDir, upstreamBaseUrl: upstream.baseUrl, keys, profileDir: null, databaseUrl, redisUrl: options.redisUrl })
       },
       async measureInTurns(scenarios) {
+        return (await this.measureRoundsInTurns(scenarios)).map(medianRound)
+      },
+      async measureRoundsInTurns(scenarios) {
         const rounds = scenarios.map(() => [] as ScenarioOutcome[])
         for (let round = 1; round <= options.rounds; round++) {
           for (const [index, item] of scenarios.entries()) {
@@ -124,7 +132,7 @@ export async function runComparison(
             rounds[index]!.push(await measureScenario(scenario, { tool, options, processes, workDir, pids: { gateway: item.gateway.pid, upstream: upstream.pid }, isWarm: false }))
           }
         }
-        return rounds.map(medianRound)
+        return rounds
       },
     }
     const { markdown, outcomes } = await run(context)

@@ -19,6 +19,7 @@ import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } fro
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
 import { startBareProxy, startUpstream, type RunningUpstream } from './upstream-process'
+import { redisArg } from './arg-value'
 
 export interface Options {
   durationS: number
@@ -70,13 +71,13 @@ function parseOptions(args: string[]): Options {
     postgresUrl: args.includes('--postgres')
       ? value('postgres')?.startsWith('postgres') ? value('postgres')! : 'postgres://postgres@127.0.0.1:5432/postgres'
       : null,
-    redisUrl: args.includes('--redis') ? (value('redis')?.startsWith('redis') ? value('redis')! : 'redis://127.0.0.1:6379/10') : null,
+    redisUrl: redisArg(args),
     keepTemp: args.includes('--keep-temp'),
   }
 }
 
 /** Empties the Redis database at `url`, so a run starts from counters rebuilt from its own ledger. */
-async function flushRedis(url: string): Promise<void> {
+export async function flushRedis(url: string): Promise<void> {
   const redis = new Bun.RedisClient(url)
   try {
     await redis.send('FLUSHDB', [])

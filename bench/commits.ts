@@ -1,0 +1,89 @@
+// Two commits of the gateway side by side on one host: the base commit runs from a git worktree of
+// it (its dependencies installed there), the other from this checkout as it stands, local changes
+// included. Rounds are taken in turns, so whatever else loads the machine weighs on both alike; the
+// table gives each round, and the medians of req/s, of the main thread's CPU per request (the
+// thread that runs out first) and of the p99. Prints the table; writes it only with --out.
+//
+//   bun bench/commits.ts [--base HEAD~1] [--model upstream|simulator] [--rounds 5] [--duration 5]
+//                        [--keys 1000] [--connections 50] [--postgres [URL]] [--redis [URL]] [--out FILE]
+
+import { join } from 'node:path'
+import { argValue, integerArg } from './arg-value'
+import { repoDir, runComparison } from './compare'
+import { requestsPerSecond } from './load-result'
+import type { ScenarioOutcome } from './report'
+import { chatBody } from './run'
+
+const models = { upstream: 'bench/upstream-echo', simulator: 'bench/simulated' } as const
+
+async function git(args: string[], cwd = repoDir): Promise<string> {
+  const child = Bun.spawn(['git', ...args], { cwd, stdout: 'pipe', stderr: 'pipe' })
+  const [output, errors, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  if (exitCode !== 0) throw new Error(`git ${args.join(' ')}: ${errors.trim()}`)
+  return output.trim()
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor((sorted.length - 1) / 2)]!
+}
+
+/** Each round's figure, and the median of them, as "median (round, round, ...)". */
+function rounds(outcomes: ScenarioOutcome[], figure: (outcome: ScenarioOutcome) => number | null, digits: number): string {
+  const values = outcomes.map(figure).filter((value): value is number => value !== null)
+  if (values.length === 0) return '-'
+  return `${median(values).toFixed(digits)} (${values.map((value) => value.toFixed(digits)).join(', ')})`
+}
+
+const reqPerS = (outcome: ScenarioOutcome) => (outcome.result ? requestsPerSecond(outcome.result) : null)
+const mainUs = (outcome: ScenarioOutcome) => outcome.cpuUsPerRequest?.main ?? null
+const gatewayUs = (outcome: ScenarioOutcome) => (outcome.cpuUsPerRequest ? Object.values(outcome.cpuUsPerRequest).reduce((sum, us) => sum + us, 0) : null)
+const p99Ms = (outcome: ScenarioOutcome) => (outcome.result ? outcome.result.latency_us.p99 / 1000 : null)
+
+await runComparison(null, async (context) => {
+  const modelName = argValue(context.args, ['--model']) ?? 'upstream'
+  if (!(modelName in models)) throw new Error(`--model must be upstream or simulator, got ${modelName}`)
+  const keys = integerArg(context.args, 'keys', 1_000)
+  const base = await git(['rev-parse', '--short', argValue(context.args, ['--base']) ?? 'HEAD~1'])
+  const head = await git(['rev-parse', '--short', 'HEAD'])
+  const changed = (await git(['status', '--porcelain', '--untracked-files=no'])) !== ''
+  const headLabel = `this checkout (${head}${changed ? ' with local changes' : ''})`
+
+  const baseDir = join(context.workDir, 'base-checkout')
+  await git(['worktree', 'add', '--detach', baseDir, base])
+  try {
+    console.error(`installing the dependencies of ${base} ...`)
+    const install = Bun.spawn(['bun', 'install', '--frozen-lockfile'], { cwd: baseDir, stdout: 'ignore', stderr: 'pipe' })
+    if ((await install.exited) !== 0) throw new Error(`bun install in the worktree of ${base}: ${await new Response(install.stderr).text()}`)
+    const baseGateway = await context.launchGateway('base', keys, baseDir)
+    const headGateway = await context.launchGateway('head', keys)
+    const bodyFile = join(context.workDir, 'body.json')
+    await Bun.write(bodyFile, chatBody(models[modelName as keyof typeof models]))
+
+    const [baseRounds, headRounds] = await context.measureRoundsInTurns([
+      { gateway: baseGateway, bodyFile, keysFile: baseGateway.keysFile, label: base },
+      { gateway: headGateway, bodyFile, keysFile: headGateway.keysFile, label: headLabel },
+    ])
+    const pairs = baseRounds!.map((baseRound, index) => [baseRound, headRounds![index]!] as const)
+    const fasterRounds = pairs.filter(([b, h]) => (reqPerS(h) ?? 0) > (reqPerS(b) ?? 0)).length
+    const leanerRounds = pairs.filter(([b, h]) => (mainUs(h) ?? Infinity) < (mainUs(b) ?? -Infinity)).length
+    const { options } = context
+    const markdown = [
+      `# ${headLabel} against ${base}`,
+      '',
+      `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`bun bench/commits.ts${context.args.length ? ` ${context.args.join(' ')}` : ''}\`: model \`${models[modelName as keyof typeof models]}\`, ${keys} API keys per gateway, gateways on ${options.postgresUrl ? 'Postgres' : 'the embedded PGlite'}${options.redisUrl ? ' with admission in Redis' : ''}; ${context.tool.description}, ${options.connections} connections, ${options.durationS} s per round after a warm-up, the two in turns. CPU from /proc.`,
+      '',
+      '| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request | p99 ms |',
+      '|---|---|---|---|---|',
+      ...[
+        [base, baseRounds!],
+        [headLabel, headRounds!],
+      ].map(([label, outcomes]) => `| ${label} | ${rounds(outcomes as ScenarioOutcome[], reqPerS, 0)} | ${rounds(outcomes as ScenarioOutcome[], mainUs, 1)} | ${rounds(outcomes as ScenarioOutcome[], gatewayUs, 1)} | ${rounds(outcomes as ScenarioOutcome[], p99Ms, 1)} |`),
+      '',
+      `Round by round, this checkout served more in ${fasterRounds} of ${pairs.length} and spent less of its main thread a request in ${leanerRounds} of ${pairs.length}.`,
+    ].join('\n')
+    return { markdown, outcomes: [...baseRounds!, ...headRounds!] }
+  } finally {
+    await git(['worktree', 'remove', '--force', baseDir]).catch((error) => console.error(`cleanup: ${(error as Error).message}`))
+  }
+})
