@@ -75,10 +75,10 @@ await runComparison(null, async (context) => {
       '',
       '| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request | p99 ms |',
       '|---|---|---|---|---|',
-      ...[
+      ...([
         [base, baseRounds!],
         [headLabel, headRounds!],
-      ].map(([label, outcomes]) => `| ${label} | ${rounds(outcomes as ScenarioOutcome[], reqPerS, 0)} | ${rounds(outcomes as ScenarioOutcome[], mainUs, 1)} | ${rounds(outcomes as ScenarioOutcome[], gatewayUs, 1)} | ${rounds(outcomes as ScenarioOutcome[], p99Ms, 1)} |`),
+      ] as const).map(([label, outcomes]) => `| ${label} | ${rounds(outcomes, reqPerS, 0)} | ${rounds(outcomes, mainUs, 1)} | ${rounds(outcomes, gatewayUs, 1)} | ${rounds(outcomes, p99Ms, 1)} |`),
       '',
       `Round by round, this checkout served more in ${fasterRounds} of ${pairs.length} and spent less of its main thread a request in ${leanerRounds} of ${pairs.length}.`,
     ].join('\n')
