@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { argValue, integerArg } from './arg-value'
 import { repoDir, runComparison } from './compare'
 import { requestsPerSecond } from './load-result'
+import { percentile } from './percentile'
 import type { ScenarioOutcome } from './report'
 import { chatBody } from './run'
 
@@ -23,16 +24,13 @@ async function git(args: string[], cwd = repoDir): Promise<string> {
   return output.trim()
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor((sorted.length - 1) / 2)]!
-}
 
 /** Each round's figure, and the median of them, as "median (round, round, ...)". */
 function rounds(outcomes: ScenarioOutcome[], figure: (outcome: ScenarioOutcome) => number | null, digits: number): string {
   const values = outcomes.map(figure).filter((value): value is number => value !== null)
   if (values.length === 0) return '-'
-  return `${median(values).toFixed(digits)} (${values.map((value) => value.toFixed(digits)).join(', ')})`
+  const median = percentile([...values].sort((a, b) => a - b), 50)
+  return `${median.toFixed(digits)} (${values.map((value) => value.toFixed(digits)).join(', ')})`
 }
 
 const reqPerS = (outcome: ScenarioOutcome) => (outcome.result ? requestsPerSecond(outcome.result) : null)
@@ -43,6 +41,7 @@ const p99Ms = (outcome: ScenarioOutcome) => (outcome.result ? outcome.result.lat
 await runComparison(null, async (context) => {
   const modelName = argValue(context.args, ['--model']) ?? 'upstream'
   if (!(modelName in models)) throw new Error(`--model must be upstream or simulator, got ${modelName}`)
+  const model = models[modelName as keyof typeof models]
   const keys = integerArg(context.args, 'keys', 1_000)
   const base = await git(['rev-parse', '--short', argValue(context.args, ['--base']) ?? 'HEAD~1'])
   const head = await git(['rev-parse', '--short', 'HEAD'])
@@ -51,39 +50,39 @@ await runComparison(null, async (context) => {
 
   const baseDir = join(context.workDir, 'base-checkout')
   await git(['worktree', 'add', '--detach', baseDir, base])
-  try {
-    console.error(`installing the dependencies of ${base} ...`)
-    const install = Bun.spawn(['bun', 'install', '--frozen-lockfile'], { cwd: baseDir, stdout: 'ignore', stderr: 'pipe' })
-    if ((await install.exited) !== 0) throw new Error(`bun install in the worktree of ${base}: ${await new Response(install.stderr).text()}`)
-    const baseGateway = await context.launchGateway('base', keys, baseDir)
-    const headGateway = await context.launchGateway('head', keys)
-    const bodyFile = join(context.workDir, 'body.json')
-    await Bun.write(bodyFile, chatBody(models[modelName as keyof typeof models]))
+  // Removed once the gateways have stopped: the base one runs from it until then.
+  context.afterStop(async () => {
+    await git(['worktree', 'remove', '--force', baseDir])
+  })
+  console.error(`installing the dependencies of ${base} ...`)
+  const install = Bun.spawn(['bun', 'install', '--frozen-lockfile'], { cwd: baseDir, stdout: 'ignore', stderr: 'pipe' })
+  if ((await install.exited) !== 0) throw new Error(`bun install in the worktree of ${base}: ${await new Response(install.stderr).text()}`)
+  const baseGateway = await context.launchGateway('base', keys, baseDir)
+  const headGateway = await context.launchGateway('head', keys)
+  const bodyFile = join(context.workDir, 'body.json')
+  await Bun.write(bodyFile, chatBody(model))
 
-    const [baseRounds, headRounds] = await context.measureRoundsInTurns([
-      { gateway: baseGateway, bodyFile, keysFile: baseGateway.keysFile, label: base },
-      { gateway: headGateway, bodyFile, keysFile: headGateway.keysFile, label: headLabel },
-    ])
-    const pairs = baseRounds!.map((baseRound, index) => [baseRound, headRounds![index]!] as const)
-    const fasterRounds = pairs.filter(([b, h]) => (reqPerS(h) ?? 0) > (reqPerS(b) ?? 0)).length
-    const leanerRounds = pairs.filter(([b, h]) => (mainUs(h) ?? Infinity) < (mainUs(b) ?? -Infinity)).length
-    const { options } = context
-    const markdown = [
-      `# ${headLabel} against ${base}`,
-      '',
-      `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`bun bench/commits.ts${context.args.length ? ` ${context.args.join(' ')}` : ''}\`: model \`${models[modelName as keyof typeof models]}\`, ${keys} API keys per gateway, gateways on ${options.postgresUrl ? 'Postgres' : 'the embedded PGlite'}${options.redisUrl ? ' with admission in Redis' : ''}; ${context.tool.description}, ${options.connections} connections, ${options.durationS} s per round after a warm-up, the two in turns. CPU from /proc.`,
-      '',
-      '| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request | p99 ms |',
-      '|---|---|---|---|---|',
-      ...([
-        [base, baseRounds!],
-        [headLabel, headRounds!],
-      ] as const).map(([label, outcomes]) => `| ${label} | ${rounds(outcomes, reqPerS, 0)} | ${rounds(outcomes, mainUs, 1)} | ${rounds(outcomes, gatewayUs, 1)} | ${rounds(outcomes, p99Ms, 1)} |`),
-      '',
-      `Round by round, this checkout served more in ${fasterRounds} of ${pairs.length} and spent less of its main thread a request in ${leanerRounds} of ${pairs.length}.`,
-    ].join('\n')
-    return { markdown, outcomes: [...baseRounds!, ...headRounds!] }
-  } finally {
-    await git(['worktree', 'remove', '--force', baseDir]).catch((error) => console.error(`cleanup: ${(error as Error).message}`))
-  }
+  const [baseRounds, headRounds] = await context.measureRoundsInTurns([
+    { gateway: baseGateway, bodyFile, keysFile: baseGateway.keysFile, label: base },
+    { gateway: headGateway, bodyFile, keysFile: headGateway.keysFile, label: headLabel },
+  ])
+  const pairs = baseRounds!.map((baseRound, index) => [baseRound, headRounds![index]!] as const)
+  const fasterRounds = pairs.filter(([b, h]) => (reqPerS(h) ?? 0) > (reqPerS(b) ?? 0)).length
+  const leanerRounds = pairs.filter(([b, h]) => (mainUs(h) ?? Infinity) < (mainUs(b) ?? -Infinity)).length
+  const { options } = context
+  const markdown = [
+    `# ${headLabel} against ${base}`,
+    '',
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`bun bench/commits.ts${context.args.length ? ` ${context.args.join(' ')}` : ''}\`: model \`${model}\`, ${keys} API keys per gateway, gateways on ${options.postgresUrl ? 'Postgres' : 'the embedded PGlite'}${options.redisUrl ? ' with admission in Redis' : ''}; ${context.tool.description}, ${options.connections} connections, ${options.durationS} s per round after a warm-up, the two in turns. CPU from /proc.`,
+    '',
+    '| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request | p99 ms |',
+    '|---|---|---|---|---|',
+    ...([
+      [base, baseRounds!],
+      [headLabel, headRounds!],
+    ] as const).map(([label, outcomes]) => `| ${label} | ${rounds(outcomes, reqPerS, 0)} | ${rounds(outcomes, mainUs, 1)} | ${rounds(outcomes, gatewayUs, 1)} | ${rounds(outcomes, p99Ms, 1)} |`),
+    '',
+    `Round by round, this checkout served more in ${fasterRounds} of ${pairs.length} and spent less of its main thread a request in ${leanerRounds} of ${pairs.length}.`,
+  ].join('\n')
+  return { markdown, outcomes: [...baseRounds!, ...headRounds!] }
 })

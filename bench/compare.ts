@@ -39,6 +39,8 @@ export interface ComparisonContext {
   measureInTurns(scenarios: ComparedScenario[]): Promise<ScenarioOutcome[]>
   /** Measures the scenarios in turns; every round of each. */
   measureRoundsInTurns(scenarios: ComparedScenario[]): Promise<ScenarioOutcome[][]>
+  /** Runs `task` once every process of the comparison has stopped. */
+  afterStop(task: () => Promise<void>): void
 }
 
 /** Markdown: a title, how it was measured, notes, and the table of scenarios against the first. */
@@ -133,6 +135,9 @@ export async function runComparison(
           }
         }
         return rounds
+      },
+      afterStop(task) {
+        afterStop.push(task)
       },
     }
     const { markdown, outcomes } = await run(context)

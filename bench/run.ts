@@ -19,7 +19,7 @@ import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } fro
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
 import { startBareProxy, startUpstream, type RunningUpstream } from './upstream-process'
-import { redisArg } from './arg-value'
+import { postgresArg, redisArg } from './arg-value'
 
 export interface Options {
   durationS: number
@@ -68,9 +68,7 @@ function parseOptions(args: string[]): Options {
     ttfbWarmup: count('ttfb-warmup', 20, 0),
     outPath: args.includes('--no-write') ? null : resolve(value('out') ?? join(repoDir, 'bench', 'RESULTS.md')),
     profileDir: profile ? resolve(profile) : null,
-    postgresUrl: args.includes('--postgres')
-      ? value('postgres')?.startsWith('postgres') ? value('postgres')! : 'postgres://postgres@127.0.0.1:5432/postgres'
-      : null,
+    postgresUrl: postgresArg(args),
     redisUrl: redisArg(args),
     keepTemp: args.includes('--keep-temp'),
   }
