@@ -777,6 +777,20 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         expectHoldsConsistent(taken)
       })
 
+      test('releases a hold that expires before those already open, unpriced ones too', async () => {
+        const { orgId, request } = await organization(10_000n)
+        await admitted(request({ reservationTtlMs: 60_000 }))
+        await admitted(request({ worstCaseMicros: 0n, reservationTtlMs: 2_000 }))
+        await admitted(request({ reservationTtlMs: 5_000 }))
+
+        const released = [await store().releaseExpired(orgId, midJanuaryMs + 1_999), await store().releaseExpired(orgId, midJanuaryMs + 2_000), await store().releaseExpired(orgId, midJanuaryMs + 5_000)]
+
+        expect(released).toEqual([0, 1, 1])
+        const taken = await snapshot(orgId)
+        expect(taken.reservations.map((hold) => hold.expiresAtMs)).toEqual([midJanuaryMs + 60_000])
+        expectHoldsConsistent(taken)
+      })
+
       test('releaseExpired sweeps expired holds; the late settlement is still debited exactly once', async () => {
         const { orgId, request } = await organization(10_000n)
         const slow = request({ worstCaseMicros: 4_000n, reservationTtlMs: 1_000 })

@@ -53,7 +53,6 @@ export const admissionScripts: readonly RedisScript[] = [
 export class OrgKeys {
   readonly account: string
   readonly holds: string
-  readonly expiries: string
   readonly settled: string
   readonly fence: string
   readonly kept: string
@@ -64,7 +63,6 @@ export class OrgKeys {
     this.base = `${prefix}{o:${orgId}}:`
     this.account = `${this.base}acct`
     this.holds = `${this.base}res`
-    this.expiries = `${this.base}rx`
     this.settled = `${this.base}done`
     this.fence = `${this.base}fence`
     this.kept = `${this.base}kept`
@@ -106,18 +104,18 @@ export type AdmitReply =
 
 /** Admits requests of one organization and month in one script run; one reply each, in order. */
 export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParams): Promise<AdmitReply[]> {
-  // Each key's window once in KEYS, after the four the script always uses.
+  // Each key's window once in KEYS, after the three the script always uses.
   const windows = new Map<string, number>()
   const args = [p.month, String(p.windowMs), String(p.releaseLimit)]
   for (const r of p.requests) {
     let index = windows.get(r.keyId)
-    if (index === undefined) windows.set(r.keyId, (index = 5 + windows.size))
+    if (index === undefined) windows.set(r.keyId, (index = 4 + windows.size))
     const keyCap = r.keyCapMicros === null ? '' : String(r.keyCapMicros)
     const projectCap = r.projectCapMicros === null ? '' : String(r.projectCapMicros)
     args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.nowMs + r.reservationTtlMs), String(index))
   }
   const windowKeys = Array.from(windows.keys(), (keyId) => keys.window(keyId))
-  const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.expiries, ...windowKeys], args)
+  const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.holds, ...windowKeys], args)
   return reply as AdmitReply[]
 }
 
@@ -137,13 +135,13 @@ export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already
 export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply[]> {
   const args = [p.month, String(p.monthTtlMs), String(p.keptTtlMs)]
   for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.nowMs + p.settledRetentionMs))
-  const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.expiries, keys.settled, keys.fence, keys.kept, keys.watch], args)
+  const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.settled, keys.fence, keys.kept, keys.watch], args)
   return reply as SettleReply[]
 }
 
 /** Releases up to `limit` expired holds; returns how many it released. */
 export async function runReleaseExpired(client: RedisClient, keys: OrgKeys, nowMs: number, limit: number): Promise<number> {
-  const reply = await releaseExpiredScript.run(client, [keys.account, keys.holds, keys.expiries], [String(nowMs), String(limit)])
+  const reply = await releaseExpiredScript.run(client, [keys.account, keys.holds], [String(nowMs), String(limit)])
   return reply as number
 }
 
@@ -237,18 +235,17 @@ export interface SnapshotReply {
   /** Flat field/value lists, as HGETALL answers. */
   account: string[]
   spend: string[]
+  /** Flat requestId/record list: "amount|yyyymm|keyId|projectId|expiry ms". */
   holds: string[]
-  /** Flat requestId/expiry-ms list. */
-  expiries: string[]
   /** The ids the watch recorded, when asked with one. */
   watched?: string[]
 }
 
 /** Null when the counters are absent, or `watch` (token and now ms) ended or is another's. */
 export async function runSnapshot(client: RedisClient, keys: OrgKeys, month: string, watch?: { token: string; nowMs: number }): Promise<SnapshotReply | null> {
-  const snapshotKeys = [keys.account, keys.spend(month), keys.holds, keys.expiries]
+  const snapshotKeys = [keys.account, keys.spend(month), keys.holds]
   const reply = (await (watch ? snapshotScript.run(client, [...snapshotKeys, keys.watch], [watch.token, String(watch.nowMs)]) : snapshotScript.run(client, snapshotKeys, []))) as string[][]
   if (reply.length === 0) return null
-  const [account, spend, holds, expiries, watched] = reply as [string[], string[], string[], string[], string[] | undefined]
-  return { account, spend, holds, expiries, watched }
+  const [account, spend, holds, watched] = reply as [string[], string[], string[], string[] | undefined]
+  return { account, spend, holds, watched }
 }

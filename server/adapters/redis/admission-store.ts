@@ -269,10 +269,9 @@ export class RedisAdmissionStore implements AdmissionStore {
 
 /** The counters a snapshot.lua reply holds. */
 function snapshotOf(reply: SnapshotReply, month: string): OrgSnapshot {
-  const expiries = new Map(pairs(reply.expiries).map(([requestId, atMs]) => [requestId, Number(atMs)]))
   const reservations: ReservationView[] = pairs(reply.holds).map(([requestId, record]) => {
-    const [amount, holdMonth, keyId, projectId] = record.split('|') as [string, string, string, string]
-    return { requestId, keyId, projectId, month: holdMonth, amountMicros: BigInt(amount), expiresAtMs: expiries.get(requestId) ?? Number.NaN }
+    const [amount, holdMonth, keyId, projectId, expiresAt] = record.split('|') as [string, string, string, string, string | undefined]
+    return { requestId, keyId, projectId, month: holdMonth, amountMicros: BigInt(amount), expiresAtMs: expiresAt === undefined ? Number.NaN : Number(expiresAt) }
   })
   const account = new Map(pairs(reply.account))
   return {

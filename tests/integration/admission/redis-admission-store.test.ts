@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { GatewayError } from '@nilegate/shared/errors'
+import { OrgKeys } from '../../../server/adapters/redis/admission-scripts'
 import { RedisAdmissionStore } from '../../../server/adapters/redis/admission-store'
 import { createRedisClient, waitForRedis } from '../../../server/adapters/redis/client'
 import { admitLoaded, type AdmitResult } from '../../../server/core/admission'
@@ -51,7 +52,73 @@ describe('RedisAdmissionStore on a live Redis', () => {
 
     const tag = `{o:${orgId}}:`
     expect(keys.every((key) => key.startsWith(tag) && !/[{}]/.test(key.slice(tag.length)))).toBe(true)
-    expect(keys.map((key) => key.slice(tag.length)).sort()).toEqual(['acct', 'done', 'k:key_a:win', 'k:key_b:win', 'res', 'rx', 'spend:202501'])
+    expect(keys.map((key) => key.slice(tag.length)).sort()).toEqual(['acct', 'done', 'k:key_a:win', 'k:key_b:win', 'res', 'spend:202501'])
+  })
+
+  /** A new organization with 10,000 uEGP loaded by the first store, its keys, and that store's client. */
+  async function loadedOrg() {
+    const orgId = newOrgId()
+    const store = redis.stores[0]!
+    await store.load(orgId, orgCounters(10_000n))
+    return { orgId, store, client: redis.clients[0]!, keys: new OrgKeys(redis.keyPrefix, orgId) }
+  }
+
+  test('reads the holds to release expired ones only once the earliest expiry it knows of has come', async () => {
+    const { orgId, store, client, keys } = await loadedOrg()
+    await store.admit(admitRequest({ orgId, reservationTtlMs: 60_000 }))
+    // A hold the account's expiry floor does not know of, as if it were planted: expired at once.
+    await client.hSet(keys.holds, 'req_planted', `0|202501|key_a|proj_a|${midJanuaryMs + 1_000}`)
+    const holds = async () => Object.keys(await client.hGetAll(keys.holds)).length
+
+    await store.admit(admitRequest({ orgId, nowMs: midJanuaryMs + 2_000 }))
+    const beforeFloor = await holds()
+    await store.admit(admitRequest({ orgId, nowMs: midJanuaryMs + 60_000, reservationTtlMs: 60_000 }))
+    const atFloor = await holds()
+
+    // Before: the first two admissions' holds and the planted one. At the floor the first and the
+    // planted one go, and the floor becomes the earliest expiry left: the third admission's.
+    expect([beforeFloor, atFloor]).toEqual([3, 2])
+    expect(await client.hGet(keys.account, 'hx')).toBe(String(midJanuaryMs + 120_000))
+  })
+
+  test('releases at most its batch of expired holds a run; the rest go in the next runs', async () => {
+    const own = await openRedisStores(1, { releaseBatch: 2 })
+    try {
+      const store = own.stores[0]!
+      const orgId = newOrgId()
+      await store.load(orgId, orgCounters(10_000n))
+      for (let i = 0; i < 5; i++) await store.admit(admitRequest({ orgId, reservationTtlMs: 1_000 }))
+      const open = async () => (await store.snapshot(orgId, '202501'))!.reservations.length
+
+      // Each admission run releases two; releaseExpired runs until a batch comes back short.
+      await store.admit(admitRequest({ orgId, nowMs: midJanuaryMs + 1_000 }))
+      const afterOneRun = await open()
+      await store.admit(admitRequest({ orgId, nowMs: midJanuaryMs + 1_001 }))
+      const afterTwoRuns = await open()
+      await store.admit(admitRequest({ orgId, reservationTtlMs: 1_000 }))
+      await store.admit(admitRequest({ orgId, reservationTtlMs: 1_000 }))
+      const swept = await store.releaseExpired(orgId, midJanuaryMs + 1_002)
+
+      expect([afterOneRun, afterTwoRuns, swept, await open()]).toEqual([4, 3, 3, 2])
+    } finally {
+      await own.close()
+    }
+  })
+
+  test('releases a hold recorded without its expiry at the next admission, as expired', async () => {
+    const { orgId, store, client, keys } = await loadedOrg()
+    const request = admitRequest({ orgId })
+    const admission = await store.admit(request)
+    // As the version before expiries lived in the holds wrote it, with no expiry floor.
+    await client.hSet(keys.holds, request.requestId, `1000|202501|key_a|proj_a`)
+    await client.hDel(keys.account, 'hx')
+
+    await store.admit(admitRequest({ orgId, keyId: 'key_b', nowMs: midJanuaryMs + 1 }))
+    const settled = await store.settle(settlementOf(request, admission as { month: string }, { costMicros: 700n }))
+
+    expect(settled.outcome).toBe('settled_unreserved')
+    const taken = (await store.snapshot(orgId, '202501'))!
+    expect([taken.balanceMicros, taken.heldMicros, taken.reservations.map((hold) => hold.keyId)]).toEqual([9_300n, 1_000n, ['key_b']])
   })
 
   /** A store on its own client, and the commands that client sends from now on. */

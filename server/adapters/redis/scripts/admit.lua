@@ -3,12 +3,11 @@
 -- the worst-case cost against the balance, the key's and the project's monthly caps. Expired holds
 -- of the organization are released first (at most ARGV[3] of them). Several in one run cost Redis
 -- and the client one command instead of one each.
--- KEYS[1] {o:ID}:acct           hash: bal, held, k|<yyyymm>|<keyId>, p|<yyyymm>|<projectId> (holds.lua);
---                               no 'bal': counters not loaded
+-- KEYS[1] {o:ID}:acct           hash: bal, held, k|<yyyymm>|<keyId>, p|<yyyymm>|<projectId>, hx
+--                               (holds.lua); no 'bal': counters not loaded
 -- KEYS[2] {o:ID}:spend:<yyyymm> hash: k|<keyId>, p|<projectId> -> settled spend this month
--- KEYS[3] {o:ID}:res            hash: requestId -> "amount|yyyymm|keyId|projectId", open holds
--- KEYS[4] {o:ID}:rx             sorted set: requestId scored by hold expiry ms
--- KEYS[5...] {o:ID}:k:<keyId>:win  sorted set per key: requestId scored by admission ms
+-- KEYS[3] {o:ID}:res            hash: requestId -> "amount|yyyymm|keyId|projectId|expiry ms", open holds
+-- KEYS[4...] {o:ID}:k:<keyId>:win  sorted set per key: requestId scored by admission ms
 -- ARGV[1] yyyymm (this month)   ARGV[2] window ms   ARGV[3] most expired holds to release
 -- then ten per request (ARGV[4..13], ARGV[14..23], ...): requestId, keyId, projectId, now ms,
 --   rpm limit, worst case uEGP, key cap uEGP or '', project cap uEGP or '', hold expiry ms, and
@@ -18,6 +17,8 @@
 --   | {'project_spend_cap_exceeded'} | {'not_loaded'} | {'duplicate'}
 -- A refusal records nothing for the request (expired holds and window entries may still be dropped).
 local month, window_ms, release_limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- The account's 'hx' (holds.lua), kept up to date as holds are added.
+local hold_floor
 
 local function admit(request_id, key_id, project_id, now_text, limit_text, worst_text, key_cap, project_cap, expiry_text, window_key)
   local now = tonumber(now_text)
@@ -64,10 +65,19 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
 
   redis.call('ZADD', window_key, now_text, request_id)
   redis.call('PEXPIRE', window_key, ARGV[2])
-  redis.call('HSET', KEYS[3], request_id, worst_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id)
-  redis.call('ZADD', KEYS[4], expiry_text, request_id)
+  redis.call('HSET', KEYS[3], request_id, worst_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id .. '|' .. expiry_text)
+  local totals = {'held', int(held + worst)}
+  local expiry = tonumber(expiry_text)
+  if expiry < hold_floor then
+    hold_floor = expiry
+    if worst > 0 then
+      totals[3], totals[4] = 'hx', expiry_text
+    else
+      redis.call('HSET', KEYS[1], 'hx', expiry_text)
+    end
+  end
   if worst > 0 then
-    write_account(KEYS[1], {'held', int(held + worst)}, {key_field, key_held + worst, project_field, project_held + worst})
+    write_account(KEYS[1], totals, {key_field, key_held + worst, project_field, project_held + worst})
   end
   return {'admitted', limit - count - 1}
 end
@@ -76,7 +86,7 @@ end
 -- run would see expired is released by the next run (never an admission on a hold's money).
 local earliest = smallest_argv(7, 10)
 if earliest then
-  release_expired(KEYS[1], KEYS[3], KEYS[4], int(earliest), release_limit)
+  hold_floor = select(2, release_expired(KEYS[1], KEYS[3], int(earliest), release_limit))
 end
 
 local replies = {}

@@ -9,8 +9,12 @@
 -- holds), 'load' (the fence token of the rebuild that loaded it, see apply-late.lua), 'rev' (names
 -- the counters' state for adjust.lua), 'watch' ("<until ms>|<token>" while the reconciler records
 -- settled ids, see watch-settled.lua) and, per month, 'k|<yyyymm>|<keyId>' and
--- 'p|<yyyymm>|<projectId>' (what is held against that key's or project's cap; deleted at zero).
--- A hold is a field of the reservations hash: requestId -> "amount|yyyymm|keyId|projectId".
+-- 'p|<yyyymm>|<projectId>' (what is held against that key's or project's cap; deleted at zero), and
+-- 'hx': no open hold expires before this time (ms; a lower bound, so settling a hold leaves it be).
+-- An absent 'hx' is unknown, and the next release reads every hold to set it.
+-- A hold is a field of the reservations hash: requestId -> "amount|yyyymm|keyId|projectId|expiry ms".
+-- Keeping the expiry in the hold, rather than in a sorted set of its own, saves each request a ZADD
+-- and a ZREM; releasing reads the holds only once the earliest of them may have expired.
 
 local function int(value)
   return string.format('%d', value)
@@ -41,12 +45,18 @@ local function record_watched(watch_key, watch, request_id, now_ms)
   end
 end
 
+-- The hold's amount, month, key, project and expiry. A record without its expiry (written before
+-- holds kept one) counts as expired: its request settles unreserved, debited once all the same.
 local function parse_hold(record)
-  local amount, month, key_id, project_id = string.match(record, '^(%d+)|(%d+)|([^|]+)|([^|]+)$')
+  local amount, month, key_id, project_id, expiry = string.match(record, '^(%d+)|(%d+)|([^|]+)|([^|]+)|(%d+)$')
+  if amount == nil then
+    amount, month, key_id, project_id = string.match(record, '^(%d+)|(%d+)|([^|]+)|([^|]+)$')
+    expiry = 0
+  end
   if amount == nil then
     error('corrupt hold record: ' .. record)
   end
-  return tonumber(amount), month, key_id, project_id
+  return tonumber(amount), month, key_id, project_id, tonumber(expiry)
 end
 
 -- Sets the account fields in `totals` (name, value pairs) and the per-month held fields in `held`
@@ -80,16 +90,30 @@ local function unhold(account_key, amount, month, key_id, project_id)
   })
 end
 
--- Releases up to `limit` holds whose expiry is at or before `now_ms`; returns how many.
-local function release_expired(account_key, holds_key, expiries_key, now_ms, limit)
-  local expired = redis.call('ZRANGEBYSCORE', expiries_key, '-inf', now_ms, 'LIMIT', 0, limit)
-  for _, request_id in ipairs(expired) do
-    local record = redis.call('HGET', holds_key, request_id)
-    if record then
-      unhold(account_key, parse_hold(record))
-      redis.call('HDEL', holds_key, request_id)
-    end
-    redis.call('ZREM', expiries_key, request_id)
+-- 'hx' when no hold is open: later than any expiry.
+local no_hold_expiry = 9007199254740991
+
+-- Releases up to `limit` holds whose expiry is at or before `now_ms`. Returns how many, and the
+-- account's 'hx' afterwards. Nothing is read beyond 'hx' until `now_ms` reaches it.
+local function release_expired(account_key, holds_key, now_ms, limit)
+  local now = tonumber(now_ms)
+  local floor = tonumber(redis.call('HGET', account_key, 'hx') or '-1')
+  if floor > now then
+    return 0, floor
   end
-  return #expired
+  local records = redis.call('HGETALL', holds_key)
+  local released, earliest = 0, no_hold_expiry
+  for i = 1, #records, 2 do
+    local amount, month, key_id, project_id, expiry = parse_hold(records[i + 1])
+    if expiry <= now and released < limit then
+      unhold(account_key, amount, month, key_id, project_id)
+      redis.call('HDEL', holds_key, records[i])
+      released = released + 1
+    elseif expiry < earliest then
+      -- Expired ones over the limit too: the next release takes them.
+      earliest = expiry
+    end
+  end
+  redis.call('HSET', account_key, 'hx', int(earliest))
+  return released, earliest
 end

@@ -3,12 +3,12 @@
 -- the key's and project's spend of the month. Several in one run cost Redis and the client one
 -- command instead of one each; each is settled as if it ran alone, in the order given.
 -- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm> (the admissions' month)
--- KEYS[3] {o:ID}:res    KEYS[4] {o:ID}:rx    (as in admit.lua)
--- KEYS[5] {o:ID}:done   sorted set: settled requestId scored by the ms it is forgotten
--- KEYS[6] {o:ID}:fence  set by begin-load.lua while a rebuild reads the ledger
--- KEYS[7] {o:ID}:kept   hash: requestId -> "cost|yyyymm|keyId|projectId", settlements that came
+-- KEYS[3] {o:ID}:res    (as in admit.lua)
+-- KEYS[4] {o:ID}:done   sorted set: settled requestId scored by the ms it is forgotten
+-- KEYS[5] {o:ID}:fence  set by begin-load.lua while a rebuild reads the ledger
+-- KEYS[6] {o:ID}:kept   hash: requestId -> "cost|yyyymm|keyId|projectId", settlements that came
 --                       while the counters were absent (applied by finish-load.lua)
--- KEYS[8] {o:ID}:watch  set: ids settled while the reconciler watches (watch-settled.lua)
+-- KEYS[7] {o:ID}:watch  set: ids settled while the reconciler watches (watch-settled.lua)
 -- ARGV[1] yyyymm (the admissions' month)   ARGV[2] ms the month's spend counters live
 -- ARGV[3] ms kept settlements live
 -- then six per settlement: requestId, keyId, projectId, cost uEGP, now ms, ms the settled id is
@@ -26,19 +26,19 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
   local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field, 'watch')
   if not account[1] then
-    if redis.call('EXISTS', KEYS[6]) == 1 then
+    if redis.call('EXISTS', KEYS[5]) == 1 then
       return {'loading'}
     end
-    if redis.call('HSETNX', KEYS[7], request_id, cost_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id) == 0 then
+    if redis.call('HSETNX', KEYS[6], request_id, cost_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id) == 0 then
       return {'already_settled'}
     end
-    redis.call('PEXPIRE', KEYS[7], ARGV[3])
+    redis.call('PEXPIRE', KEYS[6], ARGV[3])
     return {'pending'}
   end
-  if redis.call('ZADD', KEYS[5], 'NX', forget_at_ms, request_id) == 0 then
+  if redis.call('ZADD', KEYS[4], 'NX', forget_at_ms, request_id) == 0 then
     return {'already_settled'}
   end
-  record_watched(KEYS[8], account[5], request_id, now_ms)
+  record_watched(KEYS[7], account[5], request_id, now_ms)
 
   local cost = tonumber(cost_text)
   local new_balance = int(tonumber(account[1]) - cost) -- nil once written
@@ -46,7 +46,6 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
   local record = redis.call('HGET', KEYS[3], request_id)
   if record then
     redis.call('HDEL', KEYS[3], request_id)
-    redis.call('ZREM', KEYS[4], request_id)
     local amount, hold_month, hold_key, hold_project = parse_hold(record)
     released = amount
     if amount > 0 and hold_month == month and hold_key == key_id and hold_project == project_id then
@@ -77,7 +76,7 @@ end
 -- moment longer only costs memory.
 local earliest = smallest_argv(8, 6)
 if earliest then
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', int(earliest))
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', int(earliest))
 end
 
 local replies = {}

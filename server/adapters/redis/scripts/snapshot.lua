@@ -1,11 +1,10 @@
 -- snapshot.lua: every counter of an organization for one month, read at one instant; with a
 -- watch's token, also the ids the watch recorded (watch-settled.lua), and the watch ends.
--- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm>   KEYS[3] {o:ID}:res   KEYS[4] {o:ID}:rx
--- KEYS[5] {o:ID}:watch (with a watch only)   (as in admit.lua and settle.lua)
+-- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm>   KEYS[3] {o:ID}:res
+-- KEYS[4] {o:ID}:watch (with a watch only)   (as in admit.lua and settle.lua)
 -- ARGV[1] the watch's token   ARGV[2] now ms   (both with a watch only)
 -- Reply: {} (nothing written) when not loaded, or when the watch ended by ARGV[2] or is another's; else
---   {acct, spend, res, rx[, watch]}: flat field/value lists (HGETALL), rx as a flat
---   requestId/expiry-ms list, watch the recorded ids.
+--   {acct, spend, res[, watch]}: flat field/value lists (HGETALL), watch the recorded ids.
 if redis.call('HEXISTS', KEYS[1], 'bal') == 0 then
   return {}
 end
@@ -13,15 +12,14 @@ local reply = {
   redis.call('HGETALL', KEYS[1]),
   redis.call('HGETALL', KEYS[2]),
   redis.call('HGETALL', KEYS[3]),
-  redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'),
 }
 if ARGV[1] then
   local until_ms, token = string.match(redis.call('HGET', KEYS[1], 'watch') or '', '^(%d+)|(.+)$')
   if token ~= ARGV[1] or tonumber(until_ms) <= tonumber(ARGV[2]) then
     return {}
   end
-  reply[5] = redis.call('SMEMBERS', KEYS[5])
+  reply[4] = redis.call('SMEMBERS', KEYS[4])
   redis.call('HDEL', KEYS[1], 'watch')
-  redis.call('DEL', KEYS[5])
+  redis.call('DEL', KEYS[4])
 end
 return reply
