@@ -2,7 +2,8 @@
 // it (its dependencies installed there), the other from this checkout as it stands, local changes
 // included. Rounds are taken in turns, so whatever else loads the machine weighs on both alike; the
 // table gives each round, and the medians of req/s, of the main thread's CPU per request (the
-// thread that runs out first) and of the p99. Prints the table; writes it only with --out.
+// thread that runs out first), of a local Redis's and Postgres's CPU per request when the gateways
+// use them, and of the p99. Prints the table; writes it only with --out.
 //
 //   bun bench/commits.ts [--base HEAD~1] [--model upstream|simulator] [--rounds 5] [--duration 5]
 //                        [--keys 1000] [--connections 50] [--postgres [URL]] [--redis [URL]] [--out FILE]
@@ -37,6 +38,7 @@ const reqPerS = (outcome: ScenarioOutcome) => (outcome.result ? requestsPerSecon
 const mainUs = (outcome: ScenarioOutcome) => outcome.cpuUsPerRequest?.main ?? null
 const gatewayUs = (outcome: ScenarioOutcome) => (outcome.cpuUsPerRequest ? Object.values(outcome.cpuUsPerRequest).reduce((sum, us) => sum + us, 0) : null)
 const p99Ms = (outcome: ScenarioOutcome) => (outcome.result ? outcome.result.latency_us.p99 / 1000 : null)
+const serverUs = (server: string) => (outcome: ScenarioOutcome) => outcome.serverUsPerRequest?.[server] ?? null
 
 await runComparison(null, async (context) => {
   const modelName = argValue(context.args, ['--model']) ?? 'upstream'
@@ -70,17 +72,19 @@ await runComparison(null, async (context) => {
   const fasterRounds = pairs.filter(([b, h]) => (reqPerS(h) ?? 0) > (reqPerS(b) ?? 0)).length
   const leanerRounds = pairs.filter(([b, h]) => (mainUs(h) ?? Infinity) < (mainUs(b) ?? -Infinity)).length
   const { options } = context
+  // The local Redis and Postgres the gateways used, each the CPU it spent a request.
+  const servers = Object.keys(baseRounds![0]?.serverUsPerRequest ?? {})
   const markdown = [
     `# ${headLabel} against ${base}`,
     '',
     `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`bun bench/commits.ts${context.args.length ? ` ${context.args.join(' ')}` : ''}\`: model \`${model}\`, ${keys} API keys per gateway, gateways on ${options.postgresUrl ? 'Postgres' : 'the embedded PGlite'}${options.redisUrl ? ' with admission in Redis' : ''}; ${context.tool.description}, ${options.connections} connections, ${options.durationS} s per round after a warm-up, the two in turns. CPU from /proc.`,
     '',
-    '| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request | p99 ms |',
-    '|---|---|---|---|---|',
+    `| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request |${servers.map((server) => ` ${server} CPU us a request |`).join('')} p99 ms |`,
+    `|---|---|---|---|${servers.map(() => '---|').join('')}---|`,
     ...([
       [base, baseRounds!],
       [headLabel, headRounds!],
-    ] as const).map(([label, outcomes]) => `| ${label} | ${rounds(outcomes, reqPerS, 0)} | ${rounds(outcomes, mainUs, 1)} | ${rounds(outcomes, gatewayUs, 1)} | ${rounds(outcomes, p99Ms, 1)} |`),
+    ] as const).map(([label, outcomes]) => `| ${label} | ${rounds(outcomes, reqPerS, 0)} | ${rounds(outcomes, mainUs, 1)} | ${rounds(outcomes, gatewayUs, 1)} |${servers.map((server) => ` ${rounds(outcomes, serverUs(server), 1)} |`).join('')} ${rounds(outcomes, p99Ms, 1)} |`),
     '',
     `Round by round, this checkout served more in ${fasterRounds} of ${pairs.length} and spent less of its main thread a request in ${leanerRounds} of ${pairs.length}.`,
   ].join('\n')

@@ -11,7 +11,7 @@ import { chooseLoadTool, type LoadTool } from './load-tool'
 import { requestsPerSecond, totalErrors } from './load-result'
 import { readMachineInfo } from './machine-info'
 import { machineBusyPercent, ProcessGroup } from './process-group'
-import { flushRedis, measureScenario, medianRound, type Options, type Scenario } from './run'
+import { flushRedis, localServers, measureScenario, medianRound, type Options, type Scenario } from './run'
 import { startUpstream, type RunningUpstream } from './upstream-process'
 import type { ScenarioOutcome } from './report'
 
@@ -131,7 +131,8 @@ export async function runComparison(
           for (const [index, item] of scenarios.entries()) {
             console.error(`measuring ${item.label}, round ${round} of ${options.rounds} ...`)
             const scenario: Scenario = { id: String(index + 1) as Scenario['id'], label: item.label, url: `${item.gateway.baseUrl}/chat/completions`, bodyFile: item.bodyFile, keysFile: item.keysFile, firstKey: item.gateway.keys[0]! }
-            rounds[index]!.push(await measureScenario(scenario, { tool, options, processes, workDir, pids: { gateway: item.gateway.pid, upstream: upstream.pid }, isWarm: false }))
+            const pids = { gateway: item.gateway.pid, upstream: upstream.pid, servers: localServers(options) }
+            rounds[index]!.push(await measureScenario(scenario, { tool, options, processes, workDir, pids, isWarm: false }))
           }
         }
         return rounds

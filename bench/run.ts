@@ -187,7 +187,7 @@ export async function measureScenario(
 }
 
 /** The command names of the Redis and Postgres the gateway uses, when they run on this machine. */
-function localServers(options: Options): Record<string, string> {
+export function localServers(options: Options): Record<string, string> {
   const isLocal = (url: string | null) => url !== null && /^(localhost|127\.0\.0\.1|\[::1\])$/.test(new URL(url).hostname)
   const servers: Record<string, string> = {}
   if (isLocal(options.redisUrl)) servers.Redis = 'redis-server'
