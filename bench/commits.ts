@@ -3,7 +3,7 @@
 // included. Rounds are taken in turns, so whatever else loads the machine weighs on both alike; the
 // table gives each round, and the medians of req/s, of the main thread's CPU per request (the
 // thread that runs out first), of a local Redis's and Postgres's CPU per request when the gateways
-// use them, and of the p99. Prints the table; writes it only with --out.
+// use them, and of the p99, with each round's errors. Prints the table; writes it only with --out.
 //
 //   bun bench/commits.ts [--base HEAD~1] [--model upstream|simulator] [--rounds 5] [--duration 5]
 //                        [--keys 1000] [--connections 50] [--postgres [URL]] [--redis [URL]] [--out FILE]
@@ -11,7 +11,7 @@
 import { join } from 'node:path'
 import { argValue, integerArg } from './arg-value'
 import { repoDir, runComparison } from './compare'
-import { requestsPerSecond } from './load-result'
+import { requestsPerSecond, totalErrors } from './load-result'
 import { percentile } from './percentile'
 import type { ScenarioOutcome } from './report'
 import { chatBody } from './run'
@@ -38,6 +38,7 @@ const reqPerS = (outcome: ScenarioOutcome) => (outcome.result ? requestsPerSecon
 const mainUs = (outcome: ScenarioOutcome) => outcome.cpuUsPerRequest?.main ?? null
 const gatewayUs = (outcome: ScenarioOutcome) => (outcome.cpuUsPerRequest ? Object.values(outcome.cpuUsPerRequest).reduce((sum, us) => sum + us, 0) : null)
 const p99Ms = (outcome: ScenarioOutcome) => (outcome.result ? outcome.result.latency_us.p99 / 1000 : null)
+const errors = (outcome: ScenarioOutcome) => (outcome.result ? totalErrors(outcome.result) : null)
 const serverUs = (server: string) => (outcome: ScenarioOutcome) => outcome.serverUsPerRequest?.[server] ?? null
 
 await runComparison(null, async (context) => {
@@ -79,14 +80,17 @@ await runComparison(null, async (context) => {
     '',
     `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`bun bench/commits.ts${context.args.length ? ` ${context.args.join(' ')}` : ''}\`: model \`${model}\`, ${keys} API keys per gateway, gateways on ${options.postgresUrl ? 'Postgres' : 'the embedded PGlite'}${options.redisUrl ? ' with admission in Redis' : ''}; ${context.tool.description}, ${options.connections} connections, ${options.durationS} s per round after a warm-up, the two in turns. CPU from /proc.`,
     '',
-    `| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request |${servers.map((server) => ` ${server} CPU us a request |`).join('')} p99 ms |`,
-    `|---|---|---|---|${servers.map(() => '---|').join('')}---|`,
+    `| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request |${servers.map((server) => ` ${server} CPU us a request |`).join('')} p99 ms | errors (rounds) |`,
+    `|---|---|---|---|${servers.map(() => '---|').join('')}---|---|`,
     ...([
       [base, baseRounds!],
       [headLabel, headRounds!],
-    ] as const).map(([label, outcomes]) => `| ${label} | ${rounds(outcomes, reqPerS, 0)} | ${rounds(outcomes, mainUs, 1)} | ${rounds(outcomes, gatewayUs, 1)} |${servers.map((server) => ` ${rounds(outcomes, serverUs(server), 1)} |`).join('')} ${rounds(outcomes, p99Ms, 1)} |`),
+    ] as const).map(([label, outcomes]) => `| ${label} | ${rounds(outcomes, reqPerS, 0)} | ${rounds(outcomes, mainUs, 1)} | ${rounds(outcomes, gatewayUs, 1)} |${servers.map((server) => ` ${rounds(outcomes, serverUs(server), 1)} |`).join('')} ${rounds(outcomes, p99Ms, 1)} | ${outcomes.map((outcome) => errors(outcome) ?? '-').join(', ')} |`),
     '',
     `Round by round, this checkout served more in ${fasterRounds} of ${pairs.length} and spent less of its main thread a request in ${leanerRounds} of ${pairs.length}.`,
+    ...(pairs.flat().some((outcome) => (errors(outcome) ?? 0) > 0)
+      ? ['', "Rounds with errors (socket errors, timeouts, answers >= 400 such as the edge's 429 when too few keys share the load) count refusals in their req/s."]
+      : []),
   ].join('\n')
   return { markdown, outcomes: [...baseRounds!, ...headRounds!] }
 })
