@@ -46,13 +46,14 @@ export const admissionScripts: readonly RedisScript[] = [
 
 /**
  * The keys of one organization. All carry the hash tag {o:<orgId>}, so every script touches one
- * Redis Cluster slot. The balance and the held totals share one hash, and a month's settled spends
- * another, so that a script reads what it checks with one HMGET each and a load replaces a month
- * at once.
+ * Redis Cluster slot. The balance, the held totals and the open holds share one hash, and a
+ * month's settled spends another, so that a script reads what it checks with one HMGET each and a
+ * load replaces a month at once.
  */
 export class OrgKeys {
   readonly account: string
-  readonly holds: string
+  /** Where versions before kept the holds, now fields of the account (holds.lua); read until moved. */
+  readonly legacyHolds: string
   readonly settled: string
   readonly fence: string
   readonly kept: string
@@ -62,7 +63,7 @@ export class OrgKeys {
   constructor(prefix: string, orgId: string) {
     this.base = `${prefix}{o:${orgId}}:`
     this.account = `${this.base}acct`
-    this.holds = `${this.base}res`
+    this.legacyHolds = `${this.base}res`
     this.settled = `${this.base}done`
     this.fence = `${this.base}fence`
     this.kept = `${this.base}kept`
@@ -115,7 +116,7 @@ export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParam
     args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.nowMs + r.reservationTtlMs), String(index))
   }
   const windowKeys = Array.from(windows.keys(), (keyId) => keys.window(keyId))
-  const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.holds, ...windowKeys], args)
+  const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.legacyHolds, ...windowKeys], args)
   return reply as AdmitReply[]
 }
 
@@ -135,13 +136,13 @@ export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already
 export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply[]> {
   const args = [p.month, String(p.monthTtlMs), String(p.keptTtlMs)]
   for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.nowMs + p.settledRetentionMs))
-  const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.holds, keys.settled, keys.fence, keys.kept, keys.watch], args)
+  const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.legacyHolds, keys.settled, keys.fence, keys.kept, keys.watch], args)
   return reply as SettleReply[]
 }
 
 /** Releases up to `limit` expired holds; returns how many it released. */
 export async function runReleaseExpired(client: RedisClient, keys: OrgKeys, nowMs: number, limit: number): Promise<number> {
-  const reply = await releaseExpiredScript.run(client, [keys.account, keys.holds], [String(nowMs), String(limit)])
+  const reply = await releaseExpiredScript.run(client, [keys.account, keys.legacyHolds], [String(nowMs), String(limit)])
   return reply as number
 }
 
@@ -232,10 +233,10 @@ export async function runCredit(client: RedisClient, keys: OrgKeys, amountMicros
 }
 
 export interface SnapshotReply {
-  /** Flat field/value lists, as HGETALL answers. */
+  /** Flat field/value lists, as HGETALL answers; the holds are the account's `h|<requestId>` fields. */
   account: string[]
   spend: string[]
-  /** Flat requestId/record list: "amount|yyyymm|keyId|projectId|expiry ms". */
+  /** Holds where versions before kept them, until a release moves them: flat requestId/record list. */
   holds: string[]
   /** The ids the watch recorded, when asked with one. */
   watched?: string[]
@@ -243,7 +244,7 @@ export interface SnapshotReply {
 
 /** Null when the counters are absent, or `watch` (token and now ms) ended or is another's. */
 export async function runSnapshot(client: RedisClient, keys: OrgKeys, month: string, watch?: { token: string; nowMs: number }): Promise<SnapshotReply | null> {
-  const snapshotKeys = [keys.account, keys.spend(month), keys.holds]
+  const snapshotKeys = [keys.account, keys.spend(month), keys.legacyHolds]
   const reply = (await (watch ? snapshotScript.run(client, [...snapshotKeys, keys.watch], [watch.token, String(watch.nowMs)]) : snapshotScript.run(client, snapshotKeys, []))) as string[][]
   if (reply.length === 0) return null
   const [account, spend, holds, watched] = reply as [string[], string[], string[], string[] | undefined]

@@ -269,7 +269,8 @@ export class RedisAdmissionStore implements AdmissionStore {
 
 /** The counters a snapshot.lua reply holds. */
 function snapshotOf(reply: SnapshotReply, month: string): OrgSnapshot {
-  const reservations: ReservationView[] = pairs(reply.holds).map(([requestId, record]) => {
+  const holds = [...pairs(reply.account).filter(([field]) => field.startsWith('h|')).map(([field, record]) => [field.slice(2), record] as const), ...pairs(reply.holds)]
+  const reservations: ReservationView[] = holds.map(([requestId, record]) => {
     const [amount, holdMonth, keyId, projectId, expiresAt] = record.split('|') as [string, string, string, string, string | undefined]
     return { requestId, keyId, projectId, month: holdMonth, amountMicros: BigInt(amount), expiresAtMs: expiresAt === undefined ? Number.NaN : Number(expiresAt) }
   })

@@ -52,7 +52,7 @@ describe('RedisAdmissionStore on a live Redis', () => {
 
     const tag = `{o:${orgId}}:`
     expect(keys.every((key) => key.startsWith(tag) && !/[{}]/.test(key.slice(tag.length)))).toBe(true)
-    expect(keys.map((key) => key.slice(tag.length)).sort()).toEqual(['acct', 'done', 'k:key_a:win', 'k:key_b:win', 'res', 'spend:202501'])
+    expect(keys.map((key) => key.slice(tag.length)).sort()).toEqual(['acct', 'done', 'k:key_a:win', 'k:key_b:win', 'spend:202501'])
   })
 
   /** A new organization with 10,000 uEGP loaded by the first store, its keys, and that store's client. */
@@ -67,8 +67,8 @@ describe('RedisAdmissionStore on a live Redis', () => {
     const { orgId, store, client, keys } = await loadedOrg()
     await store.admit(admitRequest({ orgId, reservationTtlMs: 60_000 }))
     // A hold the account's expiry floor does not know of, as if it were planted: expired at once.
-    await client.hSet(keys.holds, 'req_planted', `0|202501|key_a|proj_a|${midJanuaryMs + 1_000}`)
-    const holds = async () => Object.keys(await client.hGetAll(keys.holds)).length
+    await client.hSet(keys.account, 'h|req_planted', `0|202501|key_a|proj_a|${midJanuaryMs + 1_000}`)
+    const holds = async () => Object.keys(await client.hGetAll(keys.account)).filter((field) => field.startsWith('h|')).length
 
     await store.admit(admitRequest({ orgId, nowMs: midJanuaryMs + 2_000 }))
     const beforeFloor = await holds()
@@ -109,9 +109,9 @@ describe('RedisAdmissionStore on a live Redis', () => {
     const { orgId, store, client, keys } = await loadedOrg()
     const request = admitRequest({ orgId })
     const admission = await store.admit(request)
-    // As the version before expiries lived in the holds wrote it, with no expiry floor.
-    await client.hSet(keys.holds, request.requestId, `1000|202501|key_a|proj_a`)
-    await client.hDel(keys.account, 'hx')
+    // As versions before expiries lived in the holds wrote it: in a hash of its own, no expiry floor.
+    await client.hDel(keys.account, [`h|${request.requestId}`, 'hx'])
+    await client.hSet(keys.legacyHolds, request.requestId, `1000|202501|key_a|proj_a`)
 
     await store.admit(admitRequest({ orgId, keyId: 'key_b', nowMs: midJanuaryMs + 1 }))
     const settled = await store.settle(settlementOf(request, admission as { month: string }, { costMicros: 700n }))
@@ -119,6 +119,31 @@ describe('RedisAdmissionStore on a live Redis', () => {
     expect(settled.outcome).toBe('settled_unreserved')
     const taken = (await store.snapshot(orgId, '202501'))!
     expect([taken.balanceMicros, taken.heldMicros, taken.reservations.map((hold) => hold.keyId)]).toEqual([9_300n, 1_000n, ['key_b']])
+  })
+
+  test('settles a hold kept where versions before kept holds, and moves the others into the account at the next release', async () => {
+    const { orgId, store, client, keys } = await loadedOrg()
+    const [first, second] = [admitRequest({ orgId }), admitRequest({ orgId, keyId: 'key_b' })]
+    const admissions = [await store.admit(first), await store.admit(second)] as { month: string }[]
+    // The holds as the version before this layout kept them, and no expiry floor yet.
+    for (const request of [first, second]) {
+      const field = `h|${request.requestId}`
+      await client.hSet(keys.legacyHolds, request.requestId, (await client.hGet(keys.account, field))!)
+      await client.hDel(keys.account, [field, 'hx'])
+    }
+
+    const settledFirst = await store.settle(settlementOf(first, admissions[0]!, { costMicros: 400n }))
+    const released = await store.releaseExpired(orgId, midJanuaryMs + 1)
+    const moved = [await client.exists(keys.legacyHolds), await client.hExists(keys.account, `h|${second.requestId}`)]
+    const settledSecond = await store.settle(settlementOf(second, admissions[1]!, { costMicros: 300n }))
+
+    expect([settledFirst, settledSecond].map((result) => [result.outcome, result.releasedMicros])).toEqual([
+      ['settled', 1_000n],
+      ['settled', 1_000n],
+    ])
+    expect([released, ...moved]).toEqual([0, 0, 1])
+    const taken = (await store.snapshot(orgId, '202501'))!
+    expect([taken.balanceMicros, taken.heldMicros, taken.reservations]).toEqual([9_300n, 0n, []])
   })
 
   /** A store on its own client, and the commands that client sends from now on. */
@@ -266,14 +291,14 @@ describe('RedisAdmissionStore on a live Redis', () => {
     // The second settlement's hold record is unreadable: the first is settled whole all the same.
     const third = admitRequest({ orgId, keyId: 'key_c' })
     await store!.admit(third)
-    const thirdHold = (await client.hGet(key('res'), third.requestId))!
-    await client.hSet(key('res'), third.requestId, 'unreadable')
+    const thirdHold = (await client.hGet(key('acct'), `h|${third.requestId}`))!
+    await client.hSet(key('acct'), `h|${third.requestId}`, 'unreadable')
     const settlements = await Promise.allSettled([
       store!.settle(settlementOf(first, { month: '202501' }, { costMicros: 600n })),
       store!.settle(settlementOf(third, { month: '202501' }, { costMicros: 300n })),
     ])
     expect(settlements.map(({ status }) => status)).toEqual(['rejected', 'rejected'])
-    await client.hSet(key('res'), third.requestId, thirdHold)
+    await client.hSet(key('acct'), `h|${third.requestId}`, thirdHold)
     snapshot = (await store!.snapshot(orgId, '202501'))!
     expect([snapshot.balanceMicros, snapshot.heldMicros, snapshot.keySpend]).toEqual([9_400n, 1_000n, new Map([['key_a', 600n]])])
     expect((await store!.settle(settlementOf(first, { month: '202501' }, { costMicros: 600n }))).outcome).toBe('already_settled')

@@ -3,10 +3,10 @@
 -- the worst-case cost against the balance, the key's and the project's monthly caps. Expired holds
 -- of the organization are released first (at most ARGV[3] of them). Several in one run cost Redis
 -- and the client one command instead of one each.
--- KEYS[1] {o:ID}:acct           hash: bal, held, k|<yyyymm>|<keyId>, p|<yyyymm>|<projectId>, hx
---                               (holds.lua); no 'bal': counters not loaded
+-- KEYS[1] {o:ID}:acct           hash: bal, held, k|<yyyymm>|<keyId>, p|<yyyymm>|<projectId>, hx,
+--                               and the open holds h|<requestId> (holds.lua); no 'bal': not loaded
 -- KEYS[2] {o:ID}:spend:<yyyymm> hash: k|<keyId>, p|<projectId> -> settled spend this month
--- KEYS[3] {o:ID}:res            hash: requestId -> "amount|yyyymm|keyId|projectId|expiry ms", open holds
+-- KEYS[3] {o:ID}:res            hash: holds as versions before kept them (holds.lua)
 -- KEYS[4...] {o:ID}:k:<keyId>:win  sorted set per key: requestId scored by admission ms
 -- ARGV[1] yyyymm (this month)   ARGV[2] window ms   ARGV[3] most expired holds to release
 -- then ten per request (ARGV[4..13], ARGV[14..23], ...): requestId, keyId, projectId, now ms,
@@ -23,11 +23,12 @@ local hold_floor
 local function admit(request_id, key_id, project_id, now_text, limit_text, worst_text, key_cap, project_cap, expiry_text, window_key)
   local now = tonumber(now_text)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
-  local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field)
+  local hold_field = 'h|' .. request_id
+  local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field, hold_field)
   if not account[1] then
     return {'not_loaded'}
   end
-  if redis.call('HEXISTS', KEYS[3], request_id) == 1 then
+  if account[5] then
     return {'duplicate'}
   end
 
@@ -65,19 +66,18 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
 
   redis.call('ZADD', window_key, now_text, request_id)
   redis.call('PEXPIRE', window_key, ARGV[2])
-  redis.call('HSET', KEYS[3], request_id, worst_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id .. '|' .. expiry_text)
-  local totals = {'held', int(held + worst)}
+  local totals = {hold_field, worst_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id .. '|' .. expiry_text}
   local expiry = tonumber(expiry_text)
   if expiry < hold_floor then
     hold_floor = expiry
-    if worst > 0 then
-      totals[3], totals[4] = 'hx', expiry_text
-    else
-      redis.call('HSET', KEYS[1], 'hx', expiry_text)
-    end
+    totals[3], totals[4] = 'hx', expiry_text
   end
   if worst > 0 then
+    totals[#totals + 1] = 'held'
+    totals[#totals + 1] = int(held + worst)
     write_account(KEYS[1], totals, {key_field, key_held + worst, project_field, project_held + worst})
+  else
+    redis.call('HSET', KEYS[1], unpack(totals))
   end
   return {'admitted', limit - count - 1}
 end

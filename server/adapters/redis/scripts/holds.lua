@@ -9,12 +9,15 @@
 -- holds), 'load' (the fence token of the rebuild that loaded it, see apply-late.lua), 'rev' (names
 -- the counters' state for adjust.lua), 'watch' ("<until ms>|<token>" while the reconciler records
 -- settled ids, see watch-settled.lua) and, per month, 'k|<yyyymm>|<keyId>' and
--- 'p|<yyyymm>|<projectId>' (what is held against that key's or project's cap; deleted at zero), and
--- 'hx': no open hold expires before this time (ms; a lower bound, so settling a hold leaves it be).
--- An absent 'hx' is unknown, and the next release reads every hold to set it.
--- A hold is a field of the reservations hash: requestId -> "amount|yyyymm|keyId|projectId|expiry ms".
--- Keeping the expiry in the hold, rather than in a sorted set of its own, saves each request a ZADD
--- and a ZREM; releasing reads the holds only once the earliest of them may have expired.
+-- 'p|<yyyymm>|<projectId>' (what is held against that key's or project's cap; deleted at zero),
+-- 'hx': no open hold expires before this time (ms; a lower bound, so settling a hold leaves it be;
+-- absent: unknown, and the next release reads every hold to set it), and the open holds.
+-- A hold is a field of the account: 'h|<requestId>' -> "amount|yyyymm|keyId|projectId|expiry ms".
+-- In the account, a hold is checked, written, read and deleted by the commands that read and write
+-- the counters anyway; its expiry in the record, rather than in a sorted set, saves a ZADD and a
+-- ZREM; releasing reads the holds only once the earliest of them may have expired.
+-- Versions before kept holds in a hash of their own ({o:ID}:res, requestId -> record): a settlement
+-- still finds its hold there, and the first release moves the rest into the account.
 
 local function int(value)
   return string.format('%d', value)
@@ -60,9 +63,9 @@ local function parse_hold(record)
 end
 
 -- Sets the account fields in `totals` (name, value pairs) and the per-month held fields in `held`
--- (name, number pairs), deleting those that reach zero.
-local function write_account(account_key, totals, held)
-  local emptied = {}
+-- (name, number pairs), deleting those that reach zero and the fields named in `deleted`.
+local function write_account(account_key, totals, held, deleted)
+  local emptied = deleted or {}
   for i = 1, #held, 2 do
     if held[i + 1] > 0 then
       totals[#totals + 1] = held[i]
@@ -93,25 +96,36 @@ end
 -- 'hx' when no hold is open: later than any expiry.
 local no_hold_expiry = 9007199254740991
 
--- Releases up to `limit` holds whose expiry is at or before `now_ms`. Returns how many, and the
--- account's 'hx' afterwards. Nothing is read beyond 'hx' until `now_ms` reaches it.
-local function release_expired(account_key, holds_key, now_ms, limit)
+-- Releases up to `limit` holds whose expiry is at or before `now_ms`, after moving those of
+-- `legacy_key` (the reservations hash of versions before) into the account. Returns how many, and
+-- the account's 'hx' afterwards. Nothing is read beyond 'hx' until `now_ms` reaches it.
+local function release_expired(account_key, legacy_key, now_ms, limit)
   local now = tonumber(now_ms)
   local floor = tonumber(redis.call('HGET', account_key, 'hx') or '-1')
   if floor > now then
     return 0, floor
   end
-  local records = redis.call('HGETALL', holds_key)
+  local legacy = redis.call('HGETALL', legacy_key)
+  if #legacy > 0 then
+    -- One HSET each: unpack would run out of Lua's stack at some thousands of holds.
+    for i = 1, #legacy, 2 do
+      redis.call('HSET', account_key, 'h|' .. legacy[i], legacy[i + 1])
+    end
+    redis.call('DEL', legacy_key)
+  end
+  local fields = redis.call('HGETALL', account_key)
   local released, earliest = 0, no_hold_expiry
-  for i = 1, #records, 2 do
-    local amount, month, key_id, project_id, expiry = parse_hold(records[i + 1])
-    if expiry <= now and released < limit then
-      unhold(account_key, amount, month, key_id, project_id)
-      redis.call('HDEL', holds_key, records[i])
-      released = released + 1
-    elseif expiry < earliest then
-      -- Expired ones over the limit too: the next release takes them.
-      earliest = expiry
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], 1, 2) == 'h|' then
+      local amount, month, key_id, project_id, expiry = parse_hold(fields[i + 1])
+      if expiry <= now and released < limit then
+        redis.call('HDEL', account_key, fields[i])
+        unhold(account_key, amount, month, key_id, project_id)
+        released = released + 1
+      elseif expiry < earliest then
+        -- Expired ones over the limit too: the next release takes them.
+        earliest = expiry
+      end
     end
   end
   redis.call('HSET', account_key, 'hx', int(earliest))

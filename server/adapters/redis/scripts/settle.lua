@@ -3,7 +3,7 @@
 -- the key's and project's spend of the month. Several in one run cost Redis and the client one
 -- command instead of one each; each is settled as if it ran alone, in the order given.
 -- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm> (the admissions' month)
--- KEYS[3] {o:ID}:res    (as in admit.lua)
+-- KEYS[3] {o:ID}:res    holds as versions before kept them (as in admit.lua)
 -- KEYS[4] {o:ID}:done   sorted set: settled requestId scored by the ms it is forgotten
 -- KEYS[5] {o:ID}:fence  set by begin-load.lua while a rebuild reads the ledger
 -- KEYS[6] {o:ID}:kept   hash: requestId -> "cost|yyyymm|keyId|projectId", settlements that came
@@ -24,7 +24,8 @@ local spent = false
 
 local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_at_ms)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
-  local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field, 'watch')
+  local hold_field = 'h|' .. request_id
+  local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field, 'watch', hold_field)
   if not account[1] then
     if redis.call('EXISTS', KEYS[5]) == 1 then
       return {'loading'}
@@ -43,18 +44,27 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
   local cost = tonumber(cost_text)
   local new_balance = int(tonumber(account[1]) - cost) -- nil once written
   local released = nil
-  local record = redis.call('HGET', KEYS[3], request_id)
+  local record, in_account = account[6], true
+  if not record then
+    -- A hold kept where versions before kept them, until a release moves it.
+    record, in_account = redis.call('HGET', KEYS[3], request_id), false
+    if record then
+      redis.call('HDEL', KEYS[3], request_id)
+    end
+  end
   if record then
-    redis.call('HDEL', KEYS[3], request_id)
     local amount, hold_month, hold_key, hold_project = parse_hold(record)
     released = amount
     if amount > 0 and hold_month == month and hold_key == key_id and hold_project == project_id then
-      -- The usual case: one write for the debit and the release.
+      -- The usual case: one write for the debit and the release, one delete for the hold.
       local held, key_held, project_held = tonumber(account[2] or '0'), tonumber(account[3] or '0'), tonumber(account[4] or '0')
-      write_account(KEYS[1], {'bal', new_balance, 'held', int(held - amount)}, {key_field, key_held - amount, project_field, project_held - amount})
+      write_account(KEYS[1], {'bal', new_balance, 'held', int(held - amount)}, {key_field, key_held - amount, project_field, project_held - amount}, in_account and {hold_field} or nil)
       new_balance = nil
     else
       -- Settled under other ids than it was admitted with: release the hold where it was counted.
+      if in_account then
+        redis.call('HDEL', KEYS[1], hold_field)
+      end
       unhold(KEYS[1], amount, hold_month, hold_key, hold_project)
     end
   end

@@ -4,7 +4,8 @@
 -- KEYS[4] {o:ID}:watch (with a watch only)   (as in admit.lua and settle.lua)
 -- ARGV[1] the watch's token   ARGV[2] now ms   (both with a watch only)
 -- Reply: {} (nothing written) when not loaded, or when the watch ended by ARGV[2] or is another's; else
---   {acct, spend, res[, watch]}: flat field/value lists (HGETALL), watch the recorded ids.
+--   {acct, spend, res[, watch]}: flat field/value lists (HGETALL; the holds are the account's h|
+--   fields, and res's until a release moves them), watch the recorded ids.
 if redis.call('HEXISTS', KEYS[1], 'bal') == 0 then
   return {}
 end
