@@ -389,6 +389,21 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         expect([after.balanceMicros, after.keySpend, after.projectSpend]).toEqual([750n, new Map([['key_a', 180n], ['key_b', 20n]]), new Map([['proj_a', 50n]])])
       })
 
+      test('rebuilds and repairs the month spends of 10,000 keys and 10,000 projects at once', async () => {
+        const orgId = newOrgId()
+        const spends = (prefix: string, amount: (i: number) => bigint) => new Map(Array.from({ length: 10_000 }, (_, i) => [`${prefix}_${i}`, amount(i)]))
+        const fence = await store().beginLoad(orgId, startMs)
+        const loaded = await store().finishLoad(orgId, orgCounters(1_000_000n, { keySpend: spends('key', (i) => BigInt(i + 1)), projectSpend: spends('proj', () => 5n) }), fence!, [], startMs)
+        const taken = await watchedSnapshot(orgId, await store().watchSettled(orgId, startMs, untilMs))
+
+        // Every key's spend up by one, every project's down to zero (a field the repair deletes).
+        const adjusted = await gateways()[1].adjust(orgId, taken.revision, { month: '202501', balanceMicros: 0n, keySpend: spends('key', () => 1n), projectSpend: spends('proj', () => -5n) })
+
+        expect([loaded, taken.keySpend.size, taken.projectSpend.size, adjusted]).toEqual([true, 10_000, 10_000, true])
+        const after = await snapshot(orgId)
+        expect([after.keySpend.size, after.keySpend.get('key_0'), after.keySpend.get('key_9999'), after.projectSpend.size]).toEqual([10_000, 2n, 10_001n, 0])
+      })
+
       test('adjusts once per look: of two repairs from one snapshot on two gateways one applies; none after a load, or on absent counters', async () => {
         const { orgId } = await organization(1_000n)
         const taken = await watchedSnapshot(orgId, await store().watchSettled(orgId, startMs, untilMs))

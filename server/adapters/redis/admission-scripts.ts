@@ -28,7 +28,7 @@ const beginLoadScript = new RedisScript('begin-load', beginLoadSource)
 const finishLoadScript = new RedisScript('finish-load', `${holdsSource}\n${finishLoadSource}`)
 const applyLateScript = new RedisScript('apply-late', `${holdsSource}\n${applyLateSource}`)
 const watchSettledScript = new RedisScript('watch-settled', watchSettledSource)
-const adjustScript = new RedisScript('adjust', adjustSource)
+const adjustScript = new RedisScript('adjust', `${holdsSource}\n${adjustSource}`)
 
 export const admissionScripts: readonly RedisScript[] = [
   admitScript,

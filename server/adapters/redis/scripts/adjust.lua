@@ -35,11 +35,9 @@ for i = 6, #ARGV, 2 do
 end
 redis.call('HSET', KEYS[1], 'bal', string.format('%d', balance), 'rev', ARGV[2])
 redis.call('HDEL', KEYS[1], 'load')
-if #emptied > 0 then
-  redis.call('HDEL', KEYS[2], unpack(emptied))
-end
+hdel_all(KEYS[2], emptied)
 if #fields > 0 then
-  redis.call('HSET', KEYS[2], unpack(fields))
+  hset_all(KEYS[2], fields)
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 return 1

@@ -46,8 +46,6 @@ for field, amount in pairs(spend) do
   fields[#fields + 1] = field
   fields[#fields + 1] = int(amount)
 end
-if #fields > 0 then
-  redis.call('HSET', KEYS[2], unpack(fields))
-end
+hset_all(KEYS[2], fields)
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return 1

@@ -62,6 +62,23 @@ local function parse_hold(record)
   return tonumber(amount), month, key_id, project_id, tonumber(expiry)
 end
 
+-- Lua's unpack gives at most some thousands of values: bulk writes go in slices of this many.
+local unpack_slice = 1000
+
+-- HSET of `fields` (name, value pairs) on `key`, in slices that unpack can give.
+local function hset_all(key, fields)
+  for first = 1, #fields, unpack_slice do
+    redis.call('HSET', key, unpack(fields, first, math.min(first + unpack_slice - 1, #fields)))
+  end
+end
+
+-- HDEL of `names` on `key`, in slices that unpack can give.
+local function hdel_all(key, names)
+  for first = 1, #names, unpack_slice do
+    redis.call('HDEL', key, unpack(names, first, math.min(first + unpack_slice - 1, #names)))
+  end
+end
+
 -- Sets the account fields in `totals` (name, value pairs) and the per-month held fields in `held`
 -- (name, number pairs), deleting those that reach zero and the fields named in `deleted`.
 local function write_account(account_key, totals, held, deleted)
