@@ -124,10 +124,10 @@ local function release_expired(account_key, legacy_key, now_ms, limit)
   end
   local legacy = redis.call('HGETALL', legacy_key)
   if #legacy > 0 then
-    -- One HSET each: unpack would run out of Lua's stack at some thousands of holds.
     for i = 1, #legacy, 2 do
-      redis.call('HSET', account_key, 'h|' .. legacy[i], legacy[i + 1])
+      legacy[i] = 'h|' .. legacy[i]
     end
+    hset_all(account_key, legacy)
     redis.call('DEL', legacy_key)
   end
   local fields = redis.call('HGETALL', account_key)
