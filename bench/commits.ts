@@ -25,7 +25,6 @@ async function git(args: string[], cwd = repoDir): Promise<string> {
   return output.trim()
 }
 
-
 /** Each round's figure, and the median of them, as "median (round, round, ...)". */
 function rounds(outcomes: ScenarioOutcome[], figure: (outcome: ScenarioOutcome) => number | null, digits: number): string {
   const values = outcomes.map(figure).filter((value): value is number => value !== null)

@@ -127,11 +127,12 @@ export async function runComparison(
       },
       async measureRoundsInTurns(scenarios) {
         const rounds = scenarios.map(() => [] as ScenarioOutcome[])
+        const servers = localServers(options)
         for (let round = 1; round <= options.rounds; round++) {
           for (const [index, item] of scenarios.entries()) {
             console.error(`measuring ${item.label}, round ${round} of ${options.rounds} ...`)
             const scenario: Scenario = { id: String(index + 1) as Scenario['id'], label: item.label, url: `${item.gateway.baseUrl}/chat/completions`, bodyFile: item.bodyFile, keysFile: item.keysFile, firstKey: item.gateway.keys[0]! }
-            const pids = { gateway: item.gateway.pid, upstream: upstream.pid, servers: localServers(options) }
+            const pids = { gateway: item.gateway.pid, upstream: upstream.pid, servers }
             rounds[index]!.push(await measureScenario(scenario, { tool, options, processes, workDir, pids, isWarm: false }))
           }
         }

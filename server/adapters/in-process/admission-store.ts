@@ -375,7 +375,6 @@ function setMonth(months: Map<string, Map<string, bigint>>, month: string, spend
   if (months.size > monthsKept) months.delete([...months.keys()].sort()[0]!)
 }
 
-
 /**
  * A key's admission times, ascending. Expired times are dropped from the front by moving a start
  * index, not by shifting the array: a key at 20 req/s holds 1,200 times, which `splice(0, 1)` moved

@@ -72,13 +72,13 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
     hold_floor = expiry
     totals[3], totals[4] = 'hx', expiry_text
   end
+  local held_fields = {}
   if worst > 0 then
     totals[#totals + 1] = 'held'
     totals[#totals + 1] = int(held + worst)
-    write_account(KEYS[1], totals, {key_field, key_held + worst, project_field, project_held + worst})
-  else
-    redis.call('HSET', KEYS[1], unpack(totals))
+    held_fields = {key_field, key_held + worst, project_field, project_held + worst}
   end
+  write_account(KEYS[1], totals, held_fields)
   return {'admitted', limit - count - 1}
 end
 

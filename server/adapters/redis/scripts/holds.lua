@@ -48,8 +48,9 @@ local function record_watched(watch_key, watch, request_id, now_ms)
   end
 end
 
--- The hold's amount, month, key, project and expiry. A record without its expiry (written before
+-- The hold's amount, month, key, project and expiry. A hold without its expiry (written before
 -- holds kept one) counts as expired: its request settles unreserved, debited once all the same.
+-- A kept settlement ("cost|yyyymm|keyId|projectId", settle.lua) reads the same, expiry unused.
 local function parse_hold(record)
   local amount, month, key_id, project_id, expiry = string.match(record, '^(%d+)|(%d+)|([^|]+)|([^|]+)|(%d+)$')
   if amount == nil then
