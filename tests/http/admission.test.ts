@@ -81,23 +81,33 @@ describe('admission on the inference routes', () => {
     expect(response.status).toBe(402)
   })
 
-  test('500 concurrent requests against a balance covering exactly K worst cases: exactly K run, and the balance never goes negative', async () => {
-    const maxTokens = 100
-    const body = chatRequest({ max_tokens: maxTokens })
-    const worstCase = costMicros(11, maxTokens, inputPrice, outputPrice)
-    const k = 37
-    // Past the edge guard's 100 per second and 400 at once for one key, which is not what is tested here.
-    const { send, admission, usage } = await testApp({ balanceMicros: worstCase * BigInt(k), edge: new EdgeLimiter(1_000, 1_000) })
+  const limits: Array<{ limit: string; code: string; setUp: (cover: bigint) => Parameters<typeof testApp>[0] }> = [
+    { limit: 'a balance', code: 'insufficient_balance', setUp: (cover) => ({ balanceMicros: cover }) },
+    { limit: "a key's monthly cap", code: 'spending_cap_reached', setUp: (cover) => ({ identity: keyIdentity({ keyMonthlyCapMicros: cover }) }) },
+    { limit: "a project's monthly cap", code: 'project_spend_cap_exceeded', setUp: (cover) => ({ identity: keyIdentity({ projectMonthlyCapMicros: cover }) }) },
+  ]
+  for (const { limit, code, setUp } of limits) {
+    test(`500 concurrent requests against ${limit} covering exactly K worst cases: exactly K run, and nothing goes below zero`, async () => {
+      const maxTokens = 100
+      const body = chatRequest({ max_tokens: maxTokens })
+      const worstCase = costMicros(11, maxTokens, inputPrice, outputPrice)
+      const k = 37
+      // Past the edge guard's 100 per second and 400 at once for one key, which is not what is tested here.
+      const { send, admission, usage } = await testApp({ balanceMicros: 10_000_000_000n, ...setUp(worstCase * BigInt(k)), edge: new EdgeLimiter(1_000, 1_000) })
 
-    const statuses = await Promise.all(Array.from({ length: 500 }, () => post(send, body).then((response) => response.status)))
+      const answers = await Promise.all(Array.from({ length: 500 }, () => post(send, body).then(async (response) => (response.status === 200 ? 'admitted' : `${response.status} ${(await response.json()).error.code}`))))
 
-    expect(statuses.filter((status) => status === 200)).toHaveLength(k)
-    expect(statuses.filter((status) => status === 402)).toHaveLength(500 - k)
-    const snapshot = await settledSnapshot(admission)
-    const debited = usage.reduce((sum, event) => sum + event.costMicros, 0n)
-    expect(snapshot.balanceMicros).toBe(worstCase * BigInt(k) - debited)
-    expect(snapshot.balanceMicros >= 0n).toBe(true)
-  })
+      expect(answers.filter((answer) => answer === 'admitted')).toHaveLength(k)
+      expect(answers.filter((answer) => answer === `402 ${code}`)).toHaveLength(500 - k)
+      const snapshot = await settledSnapshot(admission)
+      const debited = usage.reduce((sum, event) => sum + event.costMicros, 0n)
+      expect(usage).toHaveLength(k)
+      expect([snapshot.keySpend.get('key_test'), snapshot.projectSpend.get('proj_test')]).toEqual([debited, debited])
+      expect(debited <= worstCase * BigInt(k)).toBe(true)
+      if (limit === 'a balance') expect(snapshot.balanceMicros).toBe(worstCase * BigInt(k) - debited)
+      expect(snapshot.balanceMicros >= 0n).toBe(true)
+    })
+  }
 
   test('every request is settled exactly once at its actual cost, a dropped stream for what it produced', async () => {
     const provider = new ScriptedProvider()
