@@ -38,4 +38,18 @@ describe('RecentIds', () => {
     expect(strangers.filter((id) => !ids.remember(id, 1))).toEqual([])
     expect(ids.remember('req_0123456789abcdef00000000', 1)).toBe(false)
   })
+
+  test('keeps every id through the growth of its table and across a period, with none but the remembered known', () => {
+    const ids = new RecentIds(1_000)
+    const id = (period: number, index: number) => `req_${period}_${index.toString(36).padStart(8, '0')}`
+    // 300,000 ids in one period outgrow the first table many times; the next period's table starts
+    // at their size, and holds as many again.
+    for (let index = 0; index < 300_000; index++) ids.remember(id(0, index), 10)
+    for (let index = 0; index < 300_000; index++) ids.remember(id(1, index), 1_010)
+
+    expect(ids.size).toBe(600_000)
+    const forgotten = (period: number, nowMs: number) => Array.from({ length: 300_000 }, (_, index) => index).filter((index) => ids.remember(id(period, index), nowMs))
+    expect([forgotten(0, 1_500), forgotten(1, 1_500)]).toEqual([[], []])
+    expect(Array.from({ length: 1_000 }, (_, index) => ids.remember(id(2, index), 1_500)).every(Boolean)).toBe(true)
+  })
 })
