@@ -93,7 +93,8 @@ describe('admission on the inference routes', () => {
       const worstCase = costMicros(11, maxTokens, inputPrice, outputPrice)
       const k = 37
       // Past the edge guard's 100 per second and 400 at once for one key, which is not what is tested here.
-      const { send, admission, usage } = await testApp({ balanceMicros: 10_000_000_000n, ...setUp(worstCase * BigInt(k)), edge: new EdgeLimiter(1_000, 1_000) })
+      const options = { balanceMicros: 10_000_000_000n, ...setUp(worstCase * BigInt(k)) }
+      const { send, admission, usage } = await testApp({ ...options, edge: new EdgeLimiter(1_000, 1_000) })
 
       const answers = await Promise.all(Array.from({ length: 500 }, () => post(send, body).then(async (response) => (response.status === 200 ? 'admitted' : `${response.status} ${(await response.json()).error.code}`))))
 
@@ -104,7 +105,7 @@ describe('admission on the inference routes', () => {
       expect(usage).toHaveLength(k)
       expect([snapshot.keySpend.get('key_test'), snapshot.projectSpend.get('proj_test')]).toEqual([debited, debited])
       expect(debited <= worstCase * BigInt(k)).toBe(true)
-      if (limit === 'a balance') expect(snapshot.balanceMicros).toBe(worstCase * BigInt(k) - debited)
+      expect(snapshot.balanceMicros).toBe(options.balanceMicros - debited)
       expect(snapshot.balanceMicros >= 0n).toBe(true)
     })
   }
