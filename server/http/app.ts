@@ -7,6 +7,7 @@ import { defaultRouter } from '../core/router'
 import type { ManagementDeps } from './management'
 import { openApiRouteTable, openApiRoutes } from './openapi'
 import { errorHandler, type RouteTable } from './plugins/error-handler'
+import { refuseUnstorableText } from './plugins/storable-text'
 import { BodyBudget, defaultBodyLimitBytes, inferenceBodyLimitBytes, readJsonBody } from './request-body'
 import { adminRouteTable, adminRoutes } from './routes/admin'
 import { adminDeploymentRouteTable, adminDeploymentRoutes } from './routes/admin-deployments'
@@ -91,6 +92,8 @@ export function buildApp(deps: AppDeps) {
     .use(modelRoutes(deps.catalog, keyAuth))
     .use(inferenceRoutes({ ...deps, ...keyAuth }))
     .use(changelogRoutes(deps.catalog))
+    // The routes below keep what they are sent in the database; those above (the hot path) do not.
+    .onBeforeHandle(refuseUnstorableText)
     .use(authRoutes(deps.management))
     .use(organizationRoutes(deps.management))
     .use(projectRoutes(deps.management))

@@ -9,6 +9,7 @@ import { formatEgp, parseEgp } from '../../core/money'
 import { idempotent } from '../idempotency'
 import { operatorAccess, type ManagementDeps } from '../management'
 import type { RouteTable } from '../plugins/error-handler'
+import { refuseUnstorableText } from '../plugins/storable-text'
 import { BodyProblem } from '../request-body'
 import { userObject } from './auth-account'
 import { ListQuery, listObject, pageQuery } from '../management-fields'
@@ -92,11 +93,15 @@ function modelIdOf(path: string, action: 'retire' | 'retirement'): string {
   const suffix = `/${action}`
   const trimmed = path.endsWith('/') ? path.slice(0, -1) : path
   if (!trimmed.endsWith(suffix) || trimmed.length === suffix.length) throw new GatewayError('not_found', `No route /v1/admin/models/${path}.`)
+  let modelId: string
   try {
-    return decodeURIComponent(trimmed.slice(0, -suffix.length))
+    modelId = decodeURIComponent(trimmed.slice(0, -suffix.length))
   } catch {
     throw new GatewayError('invalid_request', 'The model id in the path is not valid percent-encoding.', 'model_id')
   }
+  // The wildcard reaches the routes undecoded, past the check of every other path parameter.
+  refuseUnstorableText({ params: { model_id: modelId } })
+  return modelId
 }
 
 /**
