@@ -92,14 +92,15 @@ export function buildApp(deps: AppDeps) {
     .use(modelRoutes(deps.catalog, keyAuth))
     .use(inferenceRoutes({ ...deps, ...keyAuth }))
     .use(changelogRoutes(deps.catalog))
-    // The routes below keep what they are sent in the database; those above (the hot path) do not.
+    .use(playgroundRoutes(deps, deps.management))
+    // The routes below keep what they are sent in the database; those above (inference and reads
+    // of the catalog) do not, and take any text a client sends.
     .onBeforeHandle(refuseUnstorableText)
     .use(authRoutes(deps.management))
     .use(organizationRoutes(deps.management))
     .use(projectRoutes(deps.management))
     .use(auditLogRoutes(deps.management))
     .use(usageRoutes(deps.management))
-    .use(playgroundRoutes(deps, deps.management))
     .use(adminRoutes(deps.management))
     .use(adminDeploymentRoutes(deps.management, deps.router ?? defaultRouter(deps.catalog)))
   return app.use(openApiRoutes(() => app.routes, { publicBaseUrl: deps.management.publicBaseUrl }))

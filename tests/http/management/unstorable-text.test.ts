@@ -1,6 +1,8 @@
 import { expect, test } from 'bun:test'
 import { describeEachDatabase } from '../../support/databases'
 import { managementApp } from '../../support/management-app'
+import { chat, keyInNewOrganization } from '../../support/project-keys'
+import { chatRequest } from '../../support/test-app'
 
 /** A request's body fields, from the OpenAPI document's schema of its JSON body. */
 function bodyFields(document: any, operation: any): string[] {
@@ -37,6 +39,17 @@ describeEachDatabase('text the database cannot hold', (context) => {
     expect(answers[0]!.json.error.message).toContain('U+0000 or an unpaired UTF-16 surrogate')
     expect([unauthenticated.status, unauthenticated.json.error.code]).toEqual([401, 'missing_auth_header'])
     expect((await gateway.send('GET', '/v1/organizations', { token: owner.token })).json.data).toEqual([])
+  })
+
+  test('inference and the playground store none of what they are sent, and take such text in chat content', async () => {
+    const gateway = await managementApp(context.current.db)
+    const { owner, project, secret } = await keyInNewOrganization(gateway)
+    const messages = [{ role: 'user' as const, content: 'a\u0000b and a lone \ud800' }]
+
+    const viaKey = await chat(gateway, secret, { messages })
+    const viaPlayground = await gateway.send('POST', '/v1/playground/chat/completions', { token: owner.token, body: chatRequest({ messages }), headers: { 'openai-project': project.id } })
+
+    expect([viaKey.status, viaPlayground.status]).toEqual([200, 200])
   })
 
   test('no route of the OpenAPI document answers 5xx to such text in any path parameter, list cursor or body field', async () => {
