@@ -1,7 +1,12 @@
 import { describe, expect, spyOn, test } from 'bun:test'
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatCompletion, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
+import { OpenAICompatibleProvider } from '../../server/adapters/providers/openai-compatible'
+import { parseCatalogFile } from '../../server/catalog-file'
+import { estimatePromptTokens, estimateTextTokens } from '../../server/core/estimate-tokens'
 import type { ProviderCall } from '../../server/core/ports'
+import { catalogFileModel } from '../support/catalog-file-model'
+import { doneFrame, sseFrame, startFakeUpstream, upstreamChunk, upstreamUsageChunk } from '../support/fake-upstream'
 import { chatRequest, embeddingsModel, keyIdentity, retiredModel, ScriptedProvider, testApp } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
 
@@ -262,6 +267,30 @@ describe('a client that goes away during a plain completion', () => {
       expect(errors.mock.calls.filter(([first]) => first === 'unhandled error')).toEqual([])
     } finally {
       errors.mockRestore()
+    }
+  })
+})
+
+describe('an upstream that reports usage the gateway cannot bill', () => {
+  test('a stream ending in fractional counts is relayed to [DONE] and billed at the estimate', async () => {
+    const frames = [sseFrame(upstreamChunk({ role: true, content: 'Hello there' })), sseFrame(upstreamChunk({ finish: 'stop' })), sseFrame({ ...upstreamUsageChunk(9, 2), usage: { prompt_tokens: 9.5, completion_tokens: 2 } }), doneFrame]
+    const upstream = startFakeUpstream(() => new Response(frames.join(''), { headers: { 'content-type': 'text/event-stream' } }))
+    try {
+      const models = parseCatalogFile({ models: [catalogFileModel({ id: 'test/upstream', deployments: [{ provider: 'openai-compatible', base_url: upstream.baseUrl, upstream_model: 'u' }] })] })
+      const { send, usage } = await testApp({ models, providerFor: () => new OpenAICompatibleProvider() })
+      const body = chatRequest({ model: 'test/upstream', stream: true, stream_options: { include_usage: true } })
+
+      const response = await send('POST', '/v1/chat/completions', JSON.stringify(body))
+      const events = (await response.text()).split('\n\n').filter(Boolean)
+
+      const estimated = { prompt_tokens: estimatePromptTokens(body.messages), completion_tokens: estimateTextTokens('Hello there') }
+      expect(response.status).toBe(200)
+      expect(events.at(-1)).toBe('data: [DONE]')
+      expect(JSON.parse(events.at(-2)!.slice('data: '.length)).usage).toEqual({ ...estimated, total_tokens: estimated.prompt_tokens + estimated.completion_tokens })
+      await waitFor(() => usage.length === 1, { what: 'the usage row' })
+      expect(usage[0]).toMatchObject({ status: 200, promptTokens: estimated.prompt_tokens, completionTokens: estimated.completion_tokens })
+    } finally {
+      upstream.stop()
     }
   })
 })

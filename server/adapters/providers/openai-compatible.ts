@@ -3,16 +3,13 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from 
 import { estimatePromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
 import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { UpstreamChunkStream } from './upstream-chunk-stream'
+import { isTokenCount, reportedUsage } from './reported-usage'
 import { upstreamMalformedError } from './upstream-errors'
 import { UpstreamExchange } from './upstream-exchange'
 import { usageOf, type Usage } from '@nilegate/shared/schemas/common'
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-function isUsage(value: unknown): value is Usage {
-  return isRecord(value) && typeof value.prompt_tokens === 'number' && typeof value.completion_tokens === 'number'
 }
 
 function parseJson(text: string, what: string): unknown {
@@ -23,7 +20,7 @@ function parseJson(text: string, what: string): unknown {
   }
 }
 
-/** Usage from the estimator, for upstreams that report none. */
+/** Usage from the estimator, for upstreams that report none (or counts that are not token counts). */
 function estimateUsage(body: ChatCompletionRequest, choices: unknown[]): Usage {
   const promptTokens = estimatePromptTokens(body.messages)
   let completionTokens = 0
@@ -90,7 +87,7 @@ export class OpenAICompatibleProvider implements Provider {
       const answer = parseJson(await exchange.text(response), 'a completion that is not JSON')
       if (!isRecord(answer) || !Array.isArray(answer.choices)) throw upstreamMalformedError('a completion without choices')
       answer.model = call.model.id
-      if (!isUsage(answer.usage)) answer.usage = estimateUsage(body, answer.choices)
+      answer.usage = reportedUsage(answer.usage) ?? estimateUsage(body, answer.choices)
       return answer as unknown as ChatCompletion
     } finally {
       exchange.close()
@@ -131,7 +128,7 @@ export class OpenAICompatibleProvider implements Provider {
       const answer = parseJson(await exchange.text(response), 'an embeddings answer that is not JSON')
       const vectors = toVectors(answer, input.items.length)
       const usage = isRecord(answer) ? answer.usage : undefined
-      const reported = isRecord(usage) && typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : null
+      const reported = isRecord(usage) && isTokenCount(usage.prompt_tokens) ? usage.prompt_tokens : null
       return { vectors, promptTokens: reported ?? estimateInputTokens(input) }
     } finally {
       exchange.close()

@@ -1,5 +1,6 @@
 import type { ChatCompletionChunk } from '@nilegate/shared/schemas/chat'
 import type { ProviderCall } from '../../core/ports'
+import { reportedUsage } from './reported-usage'
 import { SseDecoder } from './sse-decoder'
 import { upstreamEventError, upstreamMalformedError } from './upstream-errors'
 import type { UpstreamExchange } from './upstream-exchange'
@@ -126,6 +127,8 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
         if (choice.finish_reason != null) this.finishedChoices.add(index)
       }
       parsed.model = this.call.model.id
+      // Usage the gateway cannot bill reads as none reported: the relay then estimates it.
+      if (parsed.usage != null) parsed.usage = reportedUsage(parsed.usage)
       this.queue.push(parsed as unknown as ChatCompletionChunk)
       this.firstChunkSeen = true
     }

@@ -111,6 +111,39 @@ describe('OpenAICompatibleProvider.chat', () => {
     expect(usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: estimateTextTokens('Twelve chars'), total_tokens: promptTokens + 3 })
   })
 
+  test('estimates usage when the upstream reports counts it cannot bill: fractional, negative, beyond 32 bits, or not numbers', async () => {
+    const reports = [
+      { prompt_tokens: 1.5, completion_tokens: 3 },
+      { prompt_tokens: 9, completion_tokens: -3 },
+      { prompt_tokens: 2 ** 31, completion_tokens: 3 },
+      { prompt_tokens: '9', completion_tokens: 3 },
+    ]
+    let next = 0
+    const upstream = fakeUpstream(() => jsonResponse({ ...upstreamCompletion('Twelve chars', null), usage: reports[next++] }))
+    const body = upstreamChatRequest()
+    const estimated = { prompt_tokens: estimatePromptTokens(body.messages), completion_tokens: estimateTextTokens('Twelve chars') }
+
+    const usages = []
+    for (const _ of reports) usages.push((await provider.chat(body, upstreamCall(upstream.baseUrl))).usage)
+
+    expect(usages).toEqual(Array(reports.length).fill({ ...estimated, total_tokens: estimated.prompt_tokens + estimated.completion_tokens }))
+  })
+
+  test("passes on a billable usage with the upstream's details, and sums a total that is not a count", async () => {
+    const reports = [
+      { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12, prompt_tokens_details: { cached_tokens: 4 }, completion_tokens_details: { reasoning_tokens: 1 } },
+      { prompt_tokens: 9, completion_tokens: 3, total_tokens: 'twelve' },
+    ]
+    let next = 0
+    const upstream = fakeUpstream(() => jsonResponse({ ...upstreamCompletion('Hi', null), usage: reports[next++] }))
+
+    const first = await provider.chat(upstreamChatRequest(), upstreamCall(upstream.baseUrl))
+    const second = await provider.chat(upstreamChatRequest(), upstreamCall(upstream.baseUrl))
+
+    expect(first.usage).toEqual(reports[0] as typeof first.usage)
+    expect(second.usage).toEqual({ prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 })
+  })
+
   test('rejects an answer that is not a completion', async () => {
     const upstream = fakeUpstream(() => jsonResponse({ id: 'x', object: 'chat.completion' }))
 
@@ -215,6 +248,15 @@ describe('OpenAICompatibleProvider.streamChat', () => {
       stream_options: { include_obfuscation: false, include_usage: true },
     })
     expect(upstream.requests[0]!.headers.get('accept')).toBe('text/event-stream')
+  })
+
+  test('hands out a usage chunk whose counts cannot be billed with usage null, so that the relay estimates it', async () => {
+    const frames = [sseFrame(upstreamChunk({ role: true, content: 'Hi' })), sseFrame(upstreamChunk({ finish: 'stop' })), sseFrame({ ...upstreamUsageChunk(9, 2), usage: { prompt_tokens: 9, completion_tokens: 2.5 } }), doneFrame]
+    const upstream = fakeUpstream(() => new Response(frames.join(''), { headers: { 'content-type': 'text/event-stream' } }))
+
+    const chunks = await collect(await provider.streamChat(upstreamChatRequest({ stream: true }), upstreamCall(upstream.baseUrl)))
+
+    expect(chunks.map((chunk) => chunk.usage ?? null)).toEqual([null, null, null])
   })
 
   test('hands out each chunk as soon as it arrives, before the upstream sends the next', async () => {
@@ -519,5 +561,13 @@ describe('OpenAICompatibleProvider.embed', () => {
 
     expect(one.promptTokens).toBe(estimateTextTokens('twelve chars'))
     expect(error).toMatchObject({ code: 'no_healthy_backends' })
+  })
+
+  test('estimates prompt tokens when the upstream reports a count it cannot bill', async () => {
+    const upstream = fakeUpstream(() => jsonResponse({ ...embeddingsAnswer([base64(vectors[0]!)], null), usage: { prompt_tokens: -4, total_tokens: -4 } }))
+
+    const result = await provider.embed({ kind: 'text', items: ['twelve chars'] }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+
+    expect(result.promptTokens).toBe(estimateTextTokens('twelve chars'))
   })
 })
