@@ -3,14 +3,10 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from 
 import { estimatePromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
 import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { UpstreamChunkStream } from './upstream-chunk-stream'
-import { isTokenCount, reportedUsage } from './reported-usage'
+import { hasChoices, isRecord, isTokenCount, reportedUsage } from './upstream-answers'
 import { upstreamMalformedError } from './upstream-errors'
 import { UpstreamExchange } from './upstream-exchange'
 import { usageOf, type Usage } from '@nilegate/shared/schemas/common'
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 function parseJson(text: string, what: string): unknown {
   try {
@@ -86,6 +82,7 @@ export class OpenAICompatibleProvider implements Provider {
       const response = await exchange.post('/chat/completions', payload, 'application/json')
       const answer = parseJson(await exchange.text(response), 'a completion that is not JSON')
       if (!isRecord(answer) || !Array.isArray(answer.choices)) throw upstreamMalformedError('a completion without choices')
+      if (!hasChoices(answer.choices, 'message')) throw upstreamMalformedError('a completion whose choices are not messages')
       answer.model = call.model.id
       answer.usage = reportedUsage(answer.usage) ?? estimateUsage(body, answer.choices)
       return answer as unknown as ChatCompletion

@@ -1,15 +1,11 @@
 import type { ChatCompletionChunk } from '@nilegate/shared/schemas/chat'
 import type { ProviderCall } from '../../core/ports'
-import { reportedUsage } from './reported-usage'
 import { SseDecoder } from './sse-decoder'
+import { hasChoices, isRecord, reportedUsage } from './upstream-answers'
 import { upstreamEventError, upstreamMalformedError } from './upstream-errors'
 import type { UpstreamExchange } from './upstream-exchange'
 
 const done: IteratorReturnResult<undefined> = { done: true, value: undefined }
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /**
  * The chunks of an upstream SSE stream, each handed out as soon as its event is complete, with
@@ -120,8 +116,8 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
         return this.fail(upstreamEventError(parsed, { upstreamModel: this.call.deployment.upstreamModel, modelId: this.call.model.id }))
       }
       if (!isRecord(parsed) || !Array.isArray(parsed.choices)) return this.fail(upstreamMalformedError('an event that is not a chat completion chunk'))
-      for (const choice of parsed.choices as unknown[]) {
-        if (!isRecord(choice)) continue
+      if (!hasChoices(parsed.choices, 'delta')) return this.fail(upstreamMalformedError('a chunk whose choices are not deltas'))
+      for (const choice of parsed.choices as Record<string, unknown>[]) {
         const index = typeof choice.index === 'number' ? choice.index : 0
         this.startedChoices.add(index)
         if (choice.finish_reason != null) this.finishedChoices.add(index)

@@ -152,6 +152,17 @@ describe('OpenAICompatibleProvider.chat', () => {
     expect(error).toMatchObject({ code: 'no_healthy_backends' })
   })
 
+  test('rejects an answer whose choices are not messages', async () => {
+    const choices = [[null], [{ index: 0, message: null, finish_reason: 'stop' }], [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [7] }, finish_reason: 'tool_calls' }]]
+    let next = 0
+    const upstream = fakeUpstream(() => jsonResponse({ ...upstreamCompletion('unused'), choices: choices[next++] }))
+
+    const errors = []
+    for (const _ of choices) errors.push(await caught(provider.chat(upstreamChatRequest(), upstreamCall(upstream.baseUrl))))
+
+    expect(errors).toEqual(Array(choices.length).fill(expect.objectContaining({ code: 'no_healthy_backends', message: 'The upstream sent a completion whose choices are not messages.' })))
+  })
+
   test('gives up at the total timeout, aborting the upstream request', async () => {
     const upstream = fakeUpstream(async (request) => {
       await request.aborted
@@ -373,6 +384,23 @@ describe('OpenAICompatibleProvider.streamChat', () => {
       expect(error).toMatchObject({ code: 'no_healthy_backends' })
       expect((await chunks.next()).done).toBe(true)
     }
+  })
+
+  test('fails on a chunk whose choices are not deltas, and gives a choice without a delta an empty one', async () => {
+    const choices = [[null], [{ index: 0, delta: 'text' }], [{ index: 0, delta: { tool_calls: 'call' } }], [{ index: 0, delta: { tool_calls: [null] } }]]
+    for (const bad of choices) {
+      const upstream = fakeUpstream(() => new Response(sseFrame(upstreamChunk({ role: true, content: '' })) + sseFrame({ ...upstreamChunk(), choices: bad }) + doneFrame))
+      const chunks = (await provider.streamChat(upstreamChatRequest(), upstreamCall(upstream.baseUrl)))[Symbol.asyncIterator]()
+
+      const first = await chunks.next()
+      const error = await caught(chunks.next())
+
+      expect(first.done).toBe(false)
+      expect(error).toMatchObject({ code: 'no_healthy_backends', message: 'The upstream sent a chunk whose choices are not deltas.' })
+    }
+    const lenient = fakeUpstream(() => new Response(sseFrame(upstreamChunk({ role: true, content: 'Hi' })) + sseFrame({ ...upstreamChunk(), choices: [{ index: 0, finish_reason: 'stop' }] }) + doneFrame))
+    const chunks = await collect(await provider.streamChat(upstreamChatRequest(), upstreamCall(lenient.baseUrl)))
+    expect(chunks[1]!.choices[0]!.delta).toEqual({})
   })
 
   test('fails when the upstream closes before the answer finished', async () => {
