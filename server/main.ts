@@ -32,9 +32,23 @@ import { startControlSocket } from './control-socket'
 import { acquireDataDirLock, DataDirLockedError } from './data-dir-lock'
 import { buildApp } from './http/app'
 
-const config = loadConfig(Bun.env)
+/**
+ * Runs a step of start-up; when it fails, the gateway exits with one line naming the step and its
+ * error, which is what an operator needs of a bad setting or an unreachable server, not a trace.
+ */
+async function startUp<T>(step: string, run: () => T | Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    console.error(`nilegate did not start: ${step}: ${error instanceof Error ? error.message : String(error)}`)
+    process.exit(1)
+  }
+}
+
+const config = await startUp('reading the environment', () => loadConfig(Bun.env))
+const trustedProxies = await startUp('reading TRUSTED_PROXIES', () => new AddressList(config.trustedProxies))
 const catalogPath = config.catalogPath ?? demoCatalogPath
-const catalogFile = await readCatalogFile(catalogPath)
+const catalogFile = await startUp('reading the catalog', () => readCatalogFile(catalogPath))
 const catalog = new Catalog(catalogFile.models, catalogFile.settings)
 const embedded = config.databaseUrl === null
 function lockDataDir() {
@@ -48,11 +62,11 @@ function lockDataDir() {
 }
 const lock = embedded ? lockDataDir() : null
 // PGlite runs queries synchronously on its thread: embedded, it gets a thread of its own.
-const database: GatewayDatabase = embedded
-  ? await openDatabaseInWorker({ dataDir: config.dataDir })
-  : await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+const database = await startUp<GatewayDatabase>(embedded ? `opening the embedded database in ${config.dataDir}` : 'opening the Postgres database of DATABASE_URL', () =>
+  embedded ? openDatabaseInWorker({ dataDir: config.dataDir }) : openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
+)
 const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs, maxPending: config.usageMaxPending })
-const redis = config.redisUrl ? createRedisClient(config.redisUrl) : null
+const redis = config.redisUrl ? await startUp('reading REDIS_URL', () => createRedisClient(config.redisUrl!)) : null
 async function openAdmissionStore() {
   if (!redis) return new InProcessAdmissionStore()
   await waitForRedis(redis, 10_000)
@@ -60,7 +74,7 @@ async function openAdmissionStore() {
   await store.loadScripts()
   return store
 }
-const admission = await openAdmissionStore()
+const admission = await startUp('connecting to the Redis of REDIS_URL', openAdmissionStore)
 const settlements = new Settlements(admission)
 // Counters Redis lost are rebuilt from the ledger; rows other instances were still writing then
 // are debited by a follow-up.
@@ -113,7 +127,7 @@ const app = buildApp({
     governance: governanceWithDeadline(database.governance, managementDatabaseTimeoutMs),
     // Login guards hold across instances when they share Redis; otherwise each instance keeps its own.
     loginLimiter: redis ? new RedisLoginLimiter(redis) : new InProcessLoginLimiter(),
-    trustedProxies: new AddressList(config.trustedProxies),
+    trustedProxies,
     changes,
     mailer,
     publicBaseUrl: config.publicBaseUrl,
@@ -129,7 +143,9 @@ const app = buildApp({
 // the body caps (from Content-Length before reading, and by counting chunked bodies): Bun's own cap
 // is set out of reach, as it would answer a bare 413 without the error envelope or a request id.
 // Another process on the same port is an error, not a share of the connections (reusePort).
-app.listen({ hostname: config.host, port: config.port, development: false, reusePort: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 })
+await startUp(`listening on ${config.host} port ${config.port}`, () =>
+  app.listen({ hostname: config.host, port: config.port, development: false, reusePort: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 }),
+)
 const server = app.server!
 const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}/v1`
 const control = embedded
