@@ -1,7 +1,7 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
 import { usageOf, type Usage } from '@nilegate/shared/schemas/common'
-import { estimatePromptTokens, estimateTextTokens } from './estimate-tokens'
+import { estimateChatPromptTokens, estimateTextTokens } from './estimate-tokens'
 import { InferenceCall, type InferenceDeps, type InferenceRequest } from './inference'
 
 /** One event of a streamed answer: a chunk to send, or a failure after the stream began. */
@@ -16,7 +16,7 @@ async function openCall(deps: InferenceDeps, body: ChatCompletionRequest, reques
     throw new GatewayError('max_tokens_exceeded', `${param} is ${requested}, above the context window of '${call.model.id}' (${call.model.contextWindow} tokens).`, param)
   }
   const maxCompletionTokens = (requested ?? call.model.maxOutputTokens) * (body.n ?? 1)
-  await call.admit(estimatePromptTokens(body.messages), maxCompletionTokens)
+  await call.admit(estimateChatPromptTokens(body), maxCompletionTokens)
   return call
 }
 
@@ -86,7 +86,7 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
     } catch (error) {
       if (!call.clientGone) failure = asGatewayError(error)
     } finally {
-      usage = reported ?? usageOf(estimatePromptTokens(body.messages), estimateTextTokens(relayedText))
+      usage = reported ?? usageOf(estimateChatPromptTokens(body), estimateTextTokens(relayedText))
       const status = call.clientGone ? 499 : failure ? failure.status : 200
       call.record(status, usage.prompt_tokens, usage.completion_tokens)
       call.finish(failure ?? undefined)

@@ -1,4 +1,4 @@
-import type { ChatMessage, ContentPart } from '@nilegate/shared/schemas/chat'
+import type { ChatCompletionRequest, ChatMessage, ContentPart } from '@nilegate/shared/schemas/chat'
 
 /** Tokens added per message for role and framing, and once per reply for priming. */
 export const messageOverheadTokens = 4
@@ -58,5 +58,18 @@ export function estimatePromptTokens(messages: readonly ChatMessage[]): number {
       for (const call of message.tool_calls) tokens += estimateTextTokens(call.function.name) + estimateTextTokens(call.function.arguments)
     }
   }
+  return tokens
+}
+
+/**
+ * Estimated prompt tokens of a chat request: its conversation, and the tool definitions and the
+ * response schema, which the model reads as input too (and upstreams bill as prompt tokens),
+ * estimated from their JSON text. Left out, a request with large tool schemas held far less than
+ * it costs.
+ */
+export function estimateChatPromptTokens(body: Pick<ChatCompletionRequest, 'messages' | 'tools' | 'response_format'>): number {
+  let tokens = estimatePromptTokens(body.messages)
+  if (body.tools && body.tools.length > 0) tokens += estimateTextTokens(JSON.stringify(body.tools))
+  if (body.response_format?.type === 'json_schema') tokens += estimateTextTokens(JSON.stringify(body.response_format.json_schema))
   return tokens
 }

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { billingMonth } from '../../server/core/admission'
 import { EdgeLimiter } from '../../server/core/edge-limiter'
+import { estimateChatPromptTokens, estimatePromptTokens } from '../../server/core/estimate-tokens'
 import { costMicros } from '../../server/core/money'
 import { chatRequest, embeddingsModel, keyIdentity, ScriptedProvider, testApp } from '../support/test-app'
 
@@ -60,6 +61,22 @@ describe('admission on the inference routes', () => {
 
     expect(response.status).toBe(402)
     expect((await response.json()).error.message).toContain('lower max_tokens')
+  })
+
+  test('the worst case counts the tool definitions and the response schema as prompt', async () => {
+    const parameters = { type: 'object', properties: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`field_${i}`, { type: 'string', description: 'a field the model fills in' }])) }
+    const plain = chatRequest({ max_tokens: 100 })
+    const withTools = chatRequest({ max_tokens: 100, tools: [{ type: 'function', function: { name: 'fill_form', parameters } }] })
+    const withSchema = chatRequest({ max_tokens: 100, response_format: { type: 'json_schema', json_schema: { name: 'form', schema: parameters } } })
+    const worstCase = (promptTokens: number) => costMicros(promptTokens, 100, inputPrice, outputPrice)
+    // Enough for the conversation and max_tokens, not for 200 described fields besides.
+    const { send } = await testApp({ balanceMicros: worstCase(estimatePromptTokens(plain.messages)) })
+
+    const answers = [await post(send, withTools), await post(send, withSchema), await post(send, plain)]
+
+    expect(estimateChatPromptTokens(withTools)).toBeGreaterThan(estimatePromptTokens(withTools.messages) + 2_000)
+    expect(answers.map((answer) => answer.status)).toEqual([402, 402, 200])
+    expect((await answers[0]!.json()).error.code).toBe('insufficient_balance')
   })
 
   test('key and project monthly caps answer 402 with their codes, the project cap quoted in EGP', async () => {

@@ -1,6 +1,6 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
-import { estimatePromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
+import { estimateChatPromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
 import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { UpstreamChunkStream } from './upstream-chunk-stream'
 import { hasChoices, isRecord, isTokenCount, reportedUsage } from './upstream-answers'
@@ -18,7 +18,7 @@ function parseJson(text: string, what: string): unknown {
 
 /** Usage from the estimator, for upstreams that report none (or counts that are not token counts). */
 function estimateUsage(body: ChatCompletionRequest, choices: unknown[]): Usage {
-  const promptTokens = estimatePromptTokens(body.messages)
+  const promptTokens = estimateChatPromptTokens(body)
   let completionTokens = 0
   for (const choice of choices) {
     const message = isRecord(choice) && isRecord(choice.message) ? choice.message : {}

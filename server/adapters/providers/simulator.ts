@@ -1,5 +1,5 @@
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ToolCallDelta } from '@nilegate/shared/schemas/chat'
-import { estimatePromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
+import { estimateChatPromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
 import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { embedText, embedTokenIds } from './hashed-embedding'
 import { planReplies, type SimulatedReply, type SimulatedToolCall } from './simulated-reply'
@@ -140,7 +140,7 @@ export class SimulatorProvider implements Provider {
     const { ttftMs, interTokenMs } = call.deployment.simulator
     await pause(ttftMs + interTokenMs * Math.max(0, longestReply(replies) - 1), call.signal)
     const envelope = envelopeFor(call)
-    const promptTokens = estimatePromptTokens(body.messages)
+    const promptTokens = estimateChatPromptTokens(body)
     const completion = completionTokens(replies)
     return {
       id: envelope.id,
@@ -155,7 +155,7 @@ export class SimulatorProvider implements Provider {
   async streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>> {
     if (call.signal.aborted) throw abortReason(call.signal)
     const replies = planReplies(body, call.model, call.requestId)
-    return streamReplies(replies, envelopeFor(call), estimatePromptTokens(body.messages), call)
+    return streamReplies(replies, envelopeFor(call), estimateChatPromptTokens(body), call)
   }
 
   async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {

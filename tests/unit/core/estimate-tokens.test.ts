@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { estimatePromptTokens, estimateTextTokens, mediaPartTokens, messageOverheadTokens, replyPrimingTokens } from '../../../server/core/estimate-tokens'
+import { estimateChatPromptTokens, estimatePromptTokens, estimateTextTokens, mediaPartTokens, messageOverheadTokens, replyPrimingTokens } from '../../../server/core/estimate-tokens'
 
 describe('token estimator', () => {
   test('counts four characters a token for Latin text and two for Arabic script, rounding up', () => {
@@ -33,5 +33,18 @@ describe('token estimator', () => {
     ])
 
     expect(tokens).toBe(replyPrimingTokens + 3 * messageOverheadTokens + 1 + 2 + mediaPartTokens + 1 + 1)
+  })
+
+  test("counts a request's tool definitions and JSON schema from their JSON text, and no other response format", () => {
+    const messages = [{ role: 'user' as const, content: 'abcd' }]
+    const tools = [{ type: 'function' as const, function: { name: 'lookup', description: 'Finds a city.', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]
+    const jsonSchema = { name: 'answer', schema: { type: 'object', properties: { ok: { type: 'boolean' } } } }
+    const base = estimatePromptTokens(messages)
+
+    expect(estimateChatPromptTokens({ messages })).toBe(base)
+    expect(estimateChatPromptTokens({ messages, tools: [] })).toBe(base)
+    expect(estimateChatPromptTokens({ messages, tools })).toBe(base + estimateTextTokens(JSON.stringify(tools)))
+    expect(estimateChatPromptTokens({ messages, response_format: { type: 'json_schema', json_schema: jsonSchema } })).toBe(base + estimateTextTokens(JSON.stringify(jsonSchema)))
+    expect(estimateChatPromptTokens({ messages, response_format: { type: 'json_object' } })).toBe(base)
   })
 })
