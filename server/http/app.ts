@@ -59,6 +59,23 @@ function newRequestId(): string {
   return `${requestIdPrefix}${(++requestCounter).toString(36).padStart(8, '0')}`
 }
 
+/**
+ * The routes that keep what they are sent in the database, behind the refusal of text Postgres
+ * cannot hold; the others (inference, the playground, the catalog, the documents) store none of
+ * it and take any text a client sends.
+ */
+function managementRoutes(deps: AppDeps) {
+  return new Elysia({ name: 'management-routes', normalize: false })
+    .onBeforeHandle(refuseUnstorableText)
+    .use(authRoutes(deps.management))
+    .use(organizationRoutes(deps.management))
+    .use(projectRoutes(deps.management))
+    .use(auditLogRoutes(deps.management))
+    .use(usageRoutes(deps.management))
+    .use(adminRoutes(deps.management))
+    .use(adminDeploymentRoutes(deps.management, deps.router ?? defaultRouter(deps.catalog)))
+}
+
 /** The gateway's HTTP application; `App` is its type, for the typed SDK. */
 export function buildApp(deps: AppDeps) {
   const bodyBudget = new BodyBudget(deps.bodyBudgetBytes)
@@ -93,16 +110,7 @@ export function buildApp(deps: AppDeps) {
     .use(inferenceRoutes({ ...deps, ...keyAuth }))
     .use(changelogRoutes(deps.catalog))
     .use(playgroundRoutes(deps, deps.management))
-    // The routes below keep what they are sent in the database; those above (inference and reads
-    // of the catalog) do not, and take any text a client sends.
-    .onBeforeHandle(refuseUnstorableText)
-    .use(authRoutes(deps.management))
-    .use(organizationRoutes(deps.management))
-    .use(projectRoutes(deps.management))
-    .use(auditLogRoutes(deps.management))
-    .use(usageRoutes(deps.management))
-    .use(adminRoutes(deps.management))
-    .use(adminDeploymentRoutes(deps.management, deps.router ?? defaultRouter(deps.catalog)))
+    .use(managementRoutes(deps))
   return app.use(openApiRoutes(() => app.routes, { publicBaseUrl: deps.management.publicBaseUrl }))
 }
 

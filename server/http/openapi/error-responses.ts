@@ -42,6 +42,9 @@ export function operationErrors(operation: Operation, route: RouteInputs): Error
   const codes = new Set<ErrorCode>(['internal_error', ...accessErrors[operation.access], ...(operation.errors ?? [])])
   if (route.hasBody) for (const code of ['invalid_request', 'request_too_large', 'large_request_backpressure'] as const) codes.add(code)
   if (route.hasParameterSchema) codes.add('invalid_request')
+  // The routes behind a session refuse a path or query parameter holding text Postgres cannot hold
+  // (plugins/storable-text.ts), whatever their schemas.
+  if (operation.access !== 'public' && operation.access !== 'apiKey') codes.add('invalid_request')
   if (operation.idempotency) codes.add('invalid_request').add('conflict')
   if (operation.access === 'member' && route.method !== 'GET') codes.add('org_suspended')
   return (Object.keys(errorCatalog) as ErrorCode[]).filter((code) => codes.has(code))
