@@ -1,0 +1,40 @@
+import { expect, spyOn, test } from 'bun:test'
+import { GatewayError } from '@nilegate/shared/errors'
+import type { ChatCompletionChunk } from '@nilegate/shared/schemas/chat'
+import type { ChatStreamEvent } from '../../../server/core/chat-completions'
+import { sseResponse } from '../../../server/http/sse'
+
+const chunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'Hi' }, logprobs: null, finish_reason: null }] } as ChatCompletionChunk
+
+async function events(response: Response): Promise<string[]> {
+  return (await response.text()).split('\n\n').filter(Boolean)
+}
+
+test('sends each chunk and an error event as server-sent events, ends with [DONE] and calls onEnd once', async () => {
+  async function* stream(): AsyncGenerator<ChatStreamEvent, void> {
+    yield { chunk }
+    yield { error: new GatewayError('no_healthy_backends', 'The upstream went away.') }
+  }
+  let ended = 0
+
+  const sent = await events(sseResponse(stream(), {}, () => {}, () => ended++))
+
+  expect(sent).toEqual([`data: ${JSON.stringify(chunk)}`, `data: ${JSON.stringify(new GatewayError('no_healthy_backends', 'The upstream went away.').toBody())}`, 'data: [DONE]'])
+  expect(ended).toBe(1)
+})
+
+test('events that throw still end the stream with an internal_error event and [DONE], and give the place back', async () => {
+  async function* stream(): AsyncGenerator<ChatStreamEvent, void> {
+    yield { chunk }
+    throw new RangeError('a fault of the gateway')
+  }
+  let ended = 0
+  const logged = spyOn(console, 'error').mockImplementation(() => {})
+
+  const response = sseResponse(stream(), {}, () => {}, () => ended++)
+  const sent = await events(response)
+  logged.mockRestore()
+
+  expect(sent.map((line) => (line.startsWith('data: {"error"') ? JSON.parse(line.slice(6)).error.code : line))).toEqual([`data: ${JSON.stringify(chunk)}`, 'internal_error', 'data: [DONE]'])
+  expect(ended).toBe(1)
+})
