@@ -9,13 +9,14 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 /**
  * Whether each choice of a completion (`part` is `message`) or of a chunk (`delta`) is an object
  * whose `part` is an object, with tool calls that are a list of objects when present: what clients
- * and the gateway's own relay read. A chunk's choice without a delta gets an empty one.
+ * and the gateway's own relay read. A chunk's choice may lack its delta (the caller gives it an
+ * empty one).
  */
 export function hasChoices(choices: unknown[], part: 'message' | 'delta'): boolean {
   for (const choice of choices) {
     if (!isRecord(choice)) return false
-    if (part === 'delta' && choice.delta == null) choice.delta = {}
     const content = choice[part]
+    if (part === 'delta' && content == null) continue
     if (!isRecord(content)) return false
     const toolCalls = content.tool_calls
     if (toolCalls != null && !(Array.isArray(toolCalls) && toolCalls.every(isRecord))) return false

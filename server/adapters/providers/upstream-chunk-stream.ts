@@ -118,6 +118,7 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
       if (!isRecord(parsed) || !Array.isArray(parsed.choices)) return this.fail(upstreamMalformedError('an event that is not a chat completion chunk'))
       if (!hasChoices(parsed.choices, 'delta')) return this.fail(upstreamMalformedError('a chunk whose choices are not deltas'))
       for (const choice of parsed.choices as Record<string, unknown>[]) {
+        choice.delta ??= {}
         const index = typeof choice.index === 'number' ? choice.index : 0
         this.startedChoices.add(index)
         if (choice.finish_reason != null) this.finishedChoices.add(index)
