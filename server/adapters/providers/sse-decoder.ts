@@ -7,12 +7,19 @@ export class SseDecoder {
   private readonly text = new TextDecoder()
   private pending = ''
   private dataLines: string[] = []
+  /** Characters of `dataLines`. */
+  private dataLength = 0
   /** The previous read ended in `\r`: a `\n` starting the next one belongs to that line end. */
   private skipLineFeed = false
 
   /** Feeds bytes; returns the data of every event they complete, in order. */
   push(bytes: Uint8Array): string[] {
     return this.consume(this.text.decode(bytes, { stream: true }), false)
+  }
+
+  /** Characters held for an event not complete yet: its data lines and the line being read. */
+  get buffered(): number {
+    return this.pending.length + this.dataLength
   }
 
   /** Ends the stream; an event cut off by the end is still returned when it has data. */
@@ -29,7 +36,9 @@ export class SseDecoder {
     const text = this.pending === '' ? input : this.pending + input
     const events: string[] = []
     let lineStart = 0
-    for (let i = 0; i < text.length; i++) {
+    // What was pending holds no line end: the scan starts after it, so that a long line arriving
+    // in many reads is not scanned again at each.
+    for (let i = this.pending.length; i < text.length; i++) {
       const code = text.charCodeAt(i)
       if (code !== 10 && code !== 13) continue
       this.acceptLine(text.slice(lineStart, i), events)
@@ -56,6 +65,7 @@ export class SseDecoder {
       if (this.dataLines.length > 0) {
         events.push(this.dataLines.length === 1 ? this.dataLines[0]! : this.dataLines.join('\n'))
         this.dataLines = []
+        this.dataLength = 0
       }
       return
     }
@@ -66,5 +76,6 @@ export class SseDecoder {
     let value = colon === -1 ? '' : line.slice(colon + 1)
     if (value.charCodeAt(0) === 32) value = value.slice(1)
     this.dataLines.push(value)
+    this.dataLength += value.length
   }
 }

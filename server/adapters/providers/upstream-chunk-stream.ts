@@ -7,6 +7,9 @@ import type { UpstreamExchange } from './upstream-exchange'
 
 const done: IteratorReturnResult<undefined> = { done: true, value: undefined }
 
+/** The most characters one event may take: a chunk is a few hundred; this bounds what is held. */
+export const maxEventChars = 16 * 1024 * 1024
+
 /**
  * The chunks of an upstream SSE stream, each handed out as soon as its event is complete, with
  * `model` set to the catalog id. Throws a GatewayError when the upstream sends an error event or
@@ -65,6 +68,7 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
         if (this.state === 'open') this.endWithoutDone()
       } else {
         this.accept(this.decoder.push(read.value))
+        if (this.decoder.buffered > maxEventChars && this.state === 'open') this.fail(upstreamMalformedError(`an event longer than ${maxEventChars} characters`))
       }
       // Once ended, the deadline belongs to drain().
       if (this.head < this.queue.length && this.isOpen()) this.exchange.unwatch()

@@ -1,8 +1,31 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ProviderCall } from '../../core/ports'
-import { type TimeoutKind, upstreamStatusError, upstreamTimeoutError, upstreamUnreachableError } from './upstream-errors'
+import { type TimeoutKind, upstreamMalformedError, upstreamStatusError, upstreamTimeoutError, upstreamUnreachableError } from './upstream-errors'
 
 const maxErrorBodyBytes = 16_384
+/**
+ * The most bytes of one whole answer the gateway reads: far above any completion, or embeddings
+ * answer in floats, it bounds the memory a misbehaving upstream can make a request hold.
+ */
+export const maxAnswerBytes = 256 * 1024 * 1024
+
+/** The body as text, failing as a malformed answer once it passes `maxBytes`. */
+export async function readCapped(response: Response, maxBytes: number): Promise<string> {
+  const reader = response.body?.getReader()
+  if (!reader) return ''
+  const decoder = new TextDecoder()
+  let text = ''
+  let bytes = 0
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    bytes += read.value.byteLength
+    if (bytes > maxBytes) {
+      reader.cancel().catch(() => {})
+      throw upstreamMalformedError(`an answer longer than ${maxBytes} bytes`)
+    }
+    text += decoder.decode(read.value, { stream: true })
+  }
+  return text + decoder.decode()
+}
 const sweepEveryMs = 25
 
 /**
@@ -131,10 +154,15 @@ export class UpstreamExchange {
     throw upstreamStatusError(response.status, body, response.headers.get('retry-after'), { upstreamModel: deployment.upstreamModel, modelId: this.call.model.id })
   }
 
-  /** Reads a whole 2xx body as text. */
+  /**
+   * Reads a whole 2xx body as text, at most `maxAnswerBytes`: one that declares its length within
+   * the limit is read at once, one without a length is counted as it arrives.
+   */
   async text(response: Response): Promise<string> {
     try {
-      const text = await response.text()
+      const declared = response.headers.get('content-length')
+      if (declared !== null && Number(declared) > maxAnswerBytes) throw upstreamMalformedError(`an answer of ${declared} bytes, above the limit of ${maxAnswerBytes}`)
+      const text = declared !== null ? await response.text() : await readCapped(response, maxAnswerBytes)
       this.bodyRead = true
       return text
     } catch (error) {

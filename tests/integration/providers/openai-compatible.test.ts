@@ -2,6 +2,8 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatCompletionChunk } from '@nilegate/shared/schemas/chat'
 import { OpenAICompatibleProvider } from '../../../server/adapters/providers/openai-compatible'
+import { maxEventChars } from '../../../server/adapters/providers/upstream-chunk-stream'
+import { maxAnswerBytes, readCapped } from '../../../server/adapters/providers/upstream-exchange'
 import { estimatePromptTokens, estimateTextTokens } from '../../../server/core/estimate-tokens'
 import {
   catalogModelId,
@@ -529,6 +531,47 @@ describe('OpenAICompatibleProvider.streamChat', () => {
     await collect(await provider.streamChat(upstreamChatRequest(), upstreamCall(upstream.baseUrl)))
 
     expect(upstream.requests[1]!.clientPort).toBe(upstream.requests[0]!.clientPort!)
+  })
+})
+
+describe('answers too large to hold', () => {
+  test('an answer that declares more than the limit is refused before it is read', async () => {
+    // A raw server: the gateway must give up on the headers, so the body is never sent.
+    const server = Bun.listen({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        data(socket) {
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${maxAnswerBytes + 1}\r\n\r\n{"id":`)
+        },
+      },
+    })
+    try {
+      const error = await caught(provider.chat(upstreamChatRequest(), upstreamCall(`http://127.0.0.1:${server.port}/v1`)))
+
+      expect(error).toMatchObject({ code: 'no_healthy_backends', message: `The upstream sent an answer of ${maxAnswerBytes + 1} bytes, above the limit of ${maxAnswerBytes}.` })
+    } finally {
+      server.stop(true)
+    }
+  })
+
+  test('an answer without a declared length is counted as it arrives, and refused past the limit', async () => {
+    const body = (pieces: string[]) => new Response(new ReadableStream({ start: (controller) => (pieces.forEach((piece) => controller.enqueue(new TextEncoder().encode(piece))), controller.close()) }))
+    const pieces = ['{"text":"مر', 'حبا"}', '          ']
+
+    expect(await readCapped(body(pieces), 40)).toBe(pieces.join(''))
+    expect(await caught(readCapped(body(pieces), 20))).toMatchObject({ code: 'no_healthy_backends', message: 'The upstream sent an answer longer than 20 bytes.' })
+  })
+
+  test('a stream event longer than the limit fails the stream', async () => {
+    const upstream = fakeUpstream(() => new Response(sseFrame(upstreamChunk({ role: true, content: '' })) + `data: ${'x'.repeat(maxEventChars + 1)}`))
+    const chunks = (await provider.streamChat(upstreamChatRequest(), upstreamCall(upstream.baseUrl)))[Symbol.asyncIterator]()
+
+    const first = await chunks.next()
+    const error = await caught(chunks.next())
+
+    expect(first.done).toBe(false)
+    expect(error).toMatchObject({ code: 'no_healthy_backends', message: `The upstream sent an event longer than ${maxEventChars} characters.` })
   })
 })
 

@@ -57,4 +57,21 @@ describe('SseDecoder', () => {
   test('returns nothing for a stream of comments and blank lines', () => {
     expect(decodeInPieces(encode(': ping\n\n\n\r\n: ping\n\n'), [3])).toEqual([])
   })
+
+  test('counts what it holds of an event not complete yet, and lets it go once the event is out', () => {
+    const decoder = new SseDecoder()
+
+    decoder.push(encode('data: abc\ndata: de'))
+    const held = decoder.buffered
+    const events = decoder.push(encode('f\n\n'))
+
+    // 'abc' of the first data line, and the 8 characters of 'data: de' read so far.
+    expect([held, events, decoder.buffered]).toEqual([11, ['abc\ndef'], 0])
+  })
+
+  test('reads a long line that arrives in many pieces', () => {
+    const line = `data: ${'x'.repeat(200_000)}\n\n`
+
+    expect(decodeInPieces(encode(line), Array.from({ length: 199 }, (_, index) => (index + 1) * 1_000))).toEqual(['x'.repeat(200_000)])
+  })
 })
