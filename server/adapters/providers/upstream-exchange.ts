@@ -3,6 +3,7 @@ import type { ProviderCall } from '../../core/ports'
 import { type TimeoutKind, upstreamMalformedError, upstreamStatusError, upstreamTimeoutError, upstreamUnreachableError } from './upstream-errors'
 
 const maxErrorBodyBytes = 16_384
+const sweepEveryMs = 25
 /**
  * The most bytes of one whole answer the gateway reads: far above any completion, or embeddings
  * answer in floats, it bounds the memory a misbehaving upstream can make a request hold.
@@ -26,7 +27,6 @@ export async function readCapped(response: Response, maxBytes: number): Promise<
   }
   return text + decoder.decode()
 }
-const sweepEveryMs = 25
 
 /**
  * The total deadlines of all open exchanges, and whether their clients went away, checked by one
