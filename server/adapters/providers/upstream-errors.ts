@@ -4,6 +4,7 @@
  * are about the client's request.
  */
 import { GatewayError } from '@nilegate/shared/errors'
+import { isRecord } from './upstream-answers'
 
 /** The four deadlines of a deployment. */
 export type TimeoutKind = 'connect' | 'first token' | 'idle' | 'total'
@@ -23,10 +24,6 @@ interface UpstreamErrorDetail {
 
 const maxQuotedChars = 500
 const busyWords = /\b(loading|overloaded|warming up|starting up|not ready|at capacity|too many requests)\b/i
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** The message, param and status of an upstream error in any of the shapes servers send. */
 function describe(value: unknown): UpstreamErrorDetail {

@@ -10,22 +10,37 @@ const sweepEveryMs = 25
  */
 export const maxAnswerBytes = 256 * 1024 * 1024
 
-/** The body as text, failing as a malformed answer once it passes `maxBytes`. */
-export async function readCapped(response: Response, maxBytes: number): Promise<string> {
+/**
+ * The body as text, read to its end or until more than `maxBytes` arrived (the rest is then
+ * cancelled, and `complete` is false); a read that fails ends it with what arrived and the error.
+ */
+async function readUpTo(response: Response, maxBytes: number): Promise<{ text: string; complete: boolean; error?: unknown }> {
   const reader = response.body?.getReader()
-  if (!reader) return ''
+  if (!reader) return { text: '', complete: true }
   const decoder = new TextDecoder()
   let text = ''
   let bytes = 0
-  for (let read = await reader.read(); !read.done; read = await reader.read()) {
-    bytes += read.value.byteLength
-    if (bytes > maxBytes) {
-      reader.cancel().catch(() => {})
-      throw upstreamMalformedError(`an answer longer than ${maxBytes} bytes`)
+  try {
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      text += decoder.decode(read.value, { stream: true })
+      bytes += read.value.byteLength
+      if (bytes > maxBytes) {
+        await reader.cancel().catch(() => {})
+        return { text, complete: false }
+      }
     }
-    text += decoder.decode(read.value, { stream: true })
+  } catch (error) {
+    return { text, complete: false, error }
   }
-  return text + decoder.decode()
+  return { text: text + decoder.decode(), complete: true }
+}
+
+/** The body as text, failing as a malformed answer once it passes `maxBytes`. */
+export async function readCapped(response: Response, maxBytes: number): Promise<string> {
+  const { text, complete, error } = await readUpTo(response, maxBytes)
+  if (error !== undefined) throw error
+  if (!complete) throw upstreamMalformedError(`an answer longer than ${maxBytes} bytes`)
+  return text
 }
 
 /**
@@ -171,23 +186,8 @@ export class UpstreamExchange {
   }
 
   private async readErrorBody(response: Response): Promise<string> {
-    const reader = response.body?.getReader()
-    if (!reader) return ''
-    const decoder = new TextDecoder()
-    let text = ''
-    let bytes = 0
-    try {
-      for (let read = await reader.read(); !read.done; read = await reader.read()) {
-        text += decoder.decode(read.value, { stream: true })
-        bytes += read.value.byteLength
-        if (bytes >= maxErrorBodyBytes) {
-          await reader.cancel()
-          break
-        }
-      }
-    } catch (error) {
-      if (this.expired || this.call.signal.aborted) throw this.failure(error, false)
-    }
+    const { text, error } = await readUpTo(response, maxErrorBodyBytes)
+    if (error !== undefined && (this.expired || this.call.signal.aborted)) throw this.failure(error, false)
     return text
   }
 
