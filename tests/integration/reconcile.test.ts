@@ -4,7 +4,7 @@ import { InProcessAdmissionStore } from '../../server/adapters/in-process/admiss
 import { RedisAdmissionStore } from '../../server/adapters/redis/admission-store'
 import { createRedisClient, waitForRedis } from '../../server/adapters/redis/client'
 import { admitLoaded, billingMonth, type AdmissionStore } from '../../server/core/admission'
-import { reconcileAccounts, type BillingAccount, type ReconcileOptions } from '../../server/core/reconcile'
+import { reconcileAccounts, type BillingAccount, type Reconciliation, type ReconcileOptions } from '../../server/core/reconcile'
 import { Settlements } from '../../server/core/settlements'
 import { UsageRecorder } from '../../server/core/usage-recorder'
 import { openRedisStores } from '../support/admission-redis'
@@ -126,11 +126,21 @@ describeEachDatabase('reconcileAccounts', (context) => {
           await store().settle({ requestId: `req_row_lost_${account.orgId}`, orgId: account.orgId, keyId: 'key_lost', projectId: 'proj_b', month, costMicros: 777n, nowMs: Date.now() })
           await db.usage.insertUsageEvents([usageEvent({ requestId: `req_unsettled_${account.orgId}`, orgId: account.orgId, keyId: 'key_row', projectId: 'proj_b', costMicros: 555n, createdAt: new Date() })])
           // Two gateways' reconcilers at once: one repairs; the other's look is left unsettled (the
-          // first snapshot ends the watch both joined) or finds the counters changed.
+          // first snapshot ends the watch both joined) or finds the counters changed. A row of the
+          // traffic written later than the wait before a read makes the two looks of a pass differ,
+          // and the pass leaves the drift to the next (a loaded machine writes batches late): passes
+          // go on until one repairs, and none may repair twice.
           const servedBefore = served
-          const both = await Promise.all(opened.stores.map((on) => reconcileAccounts(on, db.ledger, [account], options)))
+          const passes: string[][] = []
+          let repaired: Reconciliation | undefined
+          for (let pass = 0; pass < 5 && !repaired; pass++) {
+            const both = (await Promise.all(opened.stores.map((on) => reconcileAccounts(on, db.ledger, [account], options)))).map(([result]) => result!)
+            passes.push(both.map((result) => result.outcome))
+            const repairs = both.filter((result) => result.outcome === 'repaired')
+            if (repairs.length > 1) throw new Error(`repaired twice in one pass: ${JSON.stringify(passes)}`)
+            repaired = repairs[0]
+          }
           const servedDuring = served - servedBefore
-          const repaired = both.map(([result]) => result!).find((result) => result.outcome === 'repaired')
 
           running = false
           await traffic
@@ -141,7 +151,7 @@ describeEachDatabase('reconcileAccounts', (context) => {
 
           expect(inStep!.outcome).toBe('in_step')
           expect(servedDuring).toBeGreaterThan(0)
-          expect(both.filter(([result]) => result!.outcome === 'repaired')).toHaveLength(1)
+          expect({ passes, repaired: repaired !== undefined }).toMatchObject({ repaired: true })
           expect(repaired!.drift).toEqual({ balanceMicros: -222n, keys: new Map([['key_lost', 777n], ['key_row', -555n]]), projects: new Map([['proj_b', 222n]]) })
           expect(after!.outcome).toBe('in_step')
           expect({ balance: counters!.balanceMicros, keys: counters!.keySpend, projects: counters!.projectSpend }).toEqual({
