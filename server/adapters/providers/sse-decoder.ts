@@ -36,20 +36,27 @@ export class SseDecoder {
     const text = this.pending === '' ? input : this.pending + input
     const events: string[] = []
     let lineStart = 0
-    // What was pending holds no line end: the scan starts after it, so that a long line arriving
-    // in many reads is not scanned again at each.
-    for (let i = this.pending.length; i < text.length; i++) {
-      const code = text.charCodeAt(i)
-      if (code !== 10 && code !== 13) continue
-      this.acceptLine(text.slice(lineStart, i), events)
-      if (code === 13) {
-        if (i + 1 < text.length) {
-          if (text.charCodeAt(i + 1) === 10) i++
+    // Line ends are found with indexOf (a scan in native code): a stream's text was scanned a
+    // character at a time before, the dearest part of reading it. What was pending holds no line
+    // end: the search starts after it, so that a long line arriving in many reads is not searched
+    // again at each. A \r is looked for only while the text has one.
+    const from = this.pending.length
+    let lineFeed = text.indexOf('\n', from)
+    let carriageReturn = text.indexOf('\r', from)
+    while (lineFeed !== -1 || carriageReturn !== -1) {
+      const atCarriageReturn = carriageReturn !== -1 && (lineFeed === -1 || carriageReturn < lineFeed)
+      const end = atCarriageReturn ? carriageReturn : lineFeed
+      this.acceptLine(text.slice(lineStart, end), events)
+      lineStart = end + 1
+      if (atCarriageReturn) {
+        if (lineStart < text.length) {
+          if (text.charCodeAt(lineStart) === 10) lineStart++
         } else {
           this.skipLineFeed = true
         }
+        carriageReturn = text.indexOf('\r', lineStart)
       }
-      lineStart = i + 1
+      if (lineFeed !== -1 && lineFeed < lineStart) lineFeed = text.indexOf('\n', lineStart)
     }
     this.pending = lineStart === 0 ? text : text.slice(lineStart)
     if (atEnd) {

@@ -21,10 +21,12 @@ describe('SseDecoder', () => {
     'data: {"a":1}\r\n\r\n',
     'data: {"text":"مرحبا"}\r\r',
     'event: message\nid: 3\nretry: 10\ndata: first line\ndata: second line\n\n',
+    // A \r\n split between two reads is one line end: read as two, it would end the event early.
+    'data: one\r\ndata: two\r\n\r\n',
     'data:{"tight":true}\n\n',
     'data: [DONE]\n\n',
   ].join('')
-  const expected = ['{"a":1}', '{"text":"مرحبا"}', 'first line\nsecond line', '{"tight":true}', '[DONE]']
+  const expected = ['{"a":1}', '{"text":"مرحبا"}', 'first line\nsecond line', 'one\ntwo', '{"tight":true}', '[DONE]']
 
   test('returns the data of each event, ignoring comments and other fields', () => {
     expect(decodeInPieces(encode(stream), [])).toEqual(expected)
