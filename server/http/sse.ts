@@ -1,11 +1,10 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatStreamEvent } from '../core/chat-completions'
 
-const encoder = new TextEncoder()
-const done = encoder.encode('data: [DONE]\n\n')
+const done = 'data: [DONE]\n\n'
 
-function event(data: unknown): Uint8Array {
-  return encoder.encode(`data: ${JSON.stringify(data)}\n\n`)
+function event(data: unknown): string {
+  return `data: ${JSON.stringify(data)}\n\n`
 }
 
 /**
@@ -13,10 +12,25 @@ function event(data: unknown): Uint8Array {
  * `data: {"error":...}` event, always ending with `data: [DONE]`. Each event leaves as soon as it
  * exists. When the client goes away, `onCancel` aborts the upstream work; `onEnd` runs once the
  * stream is over, either way, and also when the events themselves fail.
+ *
+ * The body is one of Bun's direct streams: each event is written to the response as it comes
+ * (what is written in one turn of the event loop leaves together at its end), without the queue,
+ * pull and promise a default ReadableStream takes for every chunk.
  */
 export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, headers: Record<string, string>, onCancel: () => void, onEnd: () => void = () => {}): Response {
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
+  let ended = false
+  const end = () => {
+    if (ended) return
+    ended = true
+    onEnd()
+  }
+  const cancel = async () => {
+    end()
+    onCancel()
+    await events.return()
+  }
+  async function writeEvents(controller: ReadableStreamDirectController): Promise<void> {
+    for (;;) {
       let next: IteratorResult<ChatStreamEvent, void>
       try {
         next = await events.next()
@@ -24,25 +38,36 @@ export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, heade
         // The events fail only on a fault of the gateway's own: the client still gets an error
         // event and the end of the stream, and the stream's place is given back.
         console.error('stream failed', error)
-        controller.enqueue(event(new GatewayError('internal_error', 'The stream failed on the server. Retry with backoff.').toBody()))
+        controller.write(event(new GatewayError('internal_error', 'The stream failed on the server. Retry with backoff.').toBody()))
         next = { done: true, value: undefined }
       }
+      if (ended) return
       if (next.done) {
-        onEnd()
-        controller.enqueue(done)
+        end()
+        controller.write(done)
         controller.close()
-      } else if (next.value.error) {
-        controller.enqueue(event(next.value.error.toBody()))
-      } else {
-        controller.enqueue(event(next.value.chunk))
+        return
+      }
+      // A client slower than the upstream makes the write wait: the upstream is then read no
+      // faster than the client takes what it sent.
+      const written = controller.write(event(next.value.error ? next.value.error.toBody() : next.value.chunk))
+      if (typeof written !== 'number') await written
+    }
+  }
+  const source: Bun.DirectUnderlyingSource<string> = {
+    type: 'direct',
+    async pull(controller: ReadableStreamDirectController) {
+      try {
+        await writeEvents(controller)
+      } catch {
+        // Only a write fails here, once the response can take no more: as if the client had left.
+        await cancel()
       }
     },
-    async cancel() {
-      onEnd()
-      onCancel()
-      await events.return()
-    },
-  })
+    cancel,
+  }
+  // The DOM library's ReadableStream, which the project's types use, has no direct overload.
+  const body = new ReadableStream(source as unknown as UnderlyingDefaultSource<string>)
   return new Response(body, {
     headers: { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' },
   })

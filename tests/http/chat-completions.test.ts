@@ -7,6 +7,7 @@ import { estimatePromptTokens, estimateTextTokens } from '../../server/core/esti
 import type { ProviderCall } from '../../server/core/ports'
 import { catalogFileModel } from '../support/catalog-file-model'
 import { doneFrame, sseFrame, startFakeUpstream, upstreamChunk, upstreamUsageChunk } from '../support/fake-upstream'
+import { readUntil } from '../support/read-until'
 import { chatRequest, embeddingsModel, keyIdentity, retiredModel, ScriptedProvider, testApp } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
 
@@ -86,12 +87,14 @@ describe('POST /v1/chat/completions', () => {
     const provider = new ScriptedProvider()
     provider.usage = null
     provider.chunks = ['one ', 'two ', 'three ', 'four ']
+    // The stream writes what the provider produces without waiting for the reader: the second
+    // token is held back until the client has gone, so that one token was produced by then.
+    provider.beforeChunk = (index, signal) => (index === 0 || signal.aborted ? undefined : new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })))
     const { send, usage } = await testApp({ provider })
 
     const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest({ stream: true })))
     const reader = response.body!.getReader()
-    await reader.read()
-    await reader.read()
+    await readUntil(reader, '"one "')
     await reader.cancel()
 
     expect(provider.calls[0]!.call.signal.aborted).toBe(true)

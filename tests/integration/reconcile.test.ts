@@ -11,6 +11,7 @@ import { openRedisStores } from '../support/admission-redis'
 import { createPostgresDatabase, describeEachDatabase } from '../support/databases'
 import postgres from 'postgres'
 import { childEnv, runBun, spawnBun } from '../support/processes'
+import { readUntil } from '../support/read-until'
 import { usageEvent } from '../support/usage-events'
 
 /** The admission stores the reconciler works on: the embedded one, and Redis seen by two gateways. */
@@ -170,18 +171,6 @@ describeEachDatabase('reconcileAccounts', (context) => {
     })
   }
 })
-
-/** What a stream printed up to and including `pattern`. */
-async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, pattern: string): Promise<string> {
-  const decoder = new TextDecoder()
-  let text = ''
-  while (!text.includes(pattern)) {
-    const { done, value } = await reader.read()
-    if (done) throw new Error(`the stream ended before '${pattern}': ${text}`)
-    text += decoder.decode(value, { stream: true })
-  }
-  return text
-}
 
 describe('bun server/cli.ts reconcile', () => {
   const redisUrl = 'redis://127.0.0.1:6379/12'

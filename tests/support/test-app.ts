@@ -37,6 +37,8 @@ export class ScriptedProvider implements Provider {
   failAfterChunks: { count: number; error: Error } | null = null
   /** Resolves each time a chunk is handed out; lets tests wait for progress without sleeping. */
   onChunk: (index: number) => void = () => {}
+  /** Awaited before chunk `index` is produced: lets a test hold the stream where it wants it. */
+  beforeChunk: (index: number, signal: AbortSignal) => Promise<void> | void = () => {}
 
   async chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion> {
     this.calls.push({ body, call })
@@ -60,6 +62,7 @@ export class ScriptedProvider implements Provider {
       yield { ...base, choices: [{ index: 0, delta: { role: 'assistant' as const, content: '' }, logprobs: null, finish_reason: null }], usage: null }
       for (let i = 0; i < self.chunks.length; i++) {
         if (self.failAfterChunks && i === self.failAfterChunks.count) throw self.failAfterChunks.error
+        await self.beforeChunk(i, call.signal)
         if (call.signal.aborted) throw call.signal.reason
         self.onChunk(i)
         yield { ...base, choices: [{ index: 0, delta: { content: self.chunks[i] }, logprobs: null, finish_reason: null }], usage: null }
