@@ -6,9 +6,8 @@
 export class SseDecoder {
   private readonly text = new TextDecoder()
   private pending = ''
-  private dataLines: string[] = []
-  /** Characters of `dataLines`. */
-  private dataLength = 0
+  /** The data lines of the event being read, joined; null before its first. */
+  private data: string | null = null
   /** The previous read ended in `\r`: a `\n` starting the next one belongs to that line end. */
   private skipLineFeed = false
 
@@ -19,7 +18,7 @@ export class SseDecoder {
 
   /** Characters held for an event not complete yet: its data lines and the line being read. */
   get buffered(): number {
-    return this.pending.length + this.dataLength
+    return this.pending.length + (this.data?.length ?? 0)
   }
 
   /** Ends the stream; an event cut off by the end is still returned when it has data. */
@@ -69,20 +68,17 @@ export class SseDecoder {
 
   private acceptLine(line: string, events: string[]): void {
     if (line === '') {
-      if (this.dataLines.length > 0) {
-        events.push(this.dataLines.length === 1 ? this.dataLines[0]! : this.dataLines.join('\n'))
-        this.dataLines = []
-        this.dataLength = 0
+      if (this.data !== null) {
+        events.push(this.data)
+        this.data = null
       }
       return
     }
-    if (line.charCodeAt(0) === 58) return
-    const colon = line.indexOf(':')
-    const field = colon === -1 ? line : line.slice(0, colon)
-    if (field !== 'data') return
-    let value = colon === -1 ? '' : line.slice(colon + 1)
-    if (value.charCodeAt(0) === 32) value = value.slice(1)
-    this.dataLines.push(value)
-    this.dataLength += value.length
+    let value: string
+    if (line.startsWith('data:')) value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
+    else if (line === 'data') value = ''
+    // A comment (from ':'), or a field other than data.
+    else return
+    this.data = this.data === null ? value : `${this.data}\n${value}`
   }
 }

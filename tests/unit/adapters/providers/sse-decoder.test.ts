@@ -24,9 +24,11 @@ describe('SseDecoder', () => {
     // A \r\n split between two reads is one line end: read as two, it would end the event early.
     'data: one\r\ndata: two\r\n\r\n',
     'data:{"tight":true}\n\n',
+    // A field named data alone is an empty data line; other fields that begin with data are not data.
+    'data\ndata: after an empty line\ndatabase: no\ndata-x: no\n\n',
     'data: [DONE]\n\n',
   ].join('')
-  const expected = ['{"a":1}', '{"text":"مرحبا"}', 'first line\nsecond line', 'one\ntwo', '{"tight":true}', '[DONE]']
+  const expected = ['{"a":1}', '{"text":"مرحبا"}', 'first line\nsecond line', 'one\ntwo', '{"tight":true}', '\nafter an empty line', '[DONE]']
 
   test('returns the data of each event, ignoring comments and other fields', () => {
     expect(decodeInPieces(encode(stream), [])).toEqual(expected)
