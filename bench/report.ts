@@ -6,7 +6,8 @@ import { threadGroups, type ThreadGroup } from './process-group'
 
 /** One throughput scenario: measured, failed before measuring, or skipped. */
 export interface ScenarioOutcome {
-  id: 'a' | 'b' | 'c' | 'd' | 'e'
+  /** (a) to (e) non-streamed chat; (f) to (h) streamed, measured against (f). */
+  id: 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h'
   label: string
   result: LoadResult | null
   /** Why it was not measured: the gateway is missing, or the check request failed. */
@@ -51,10 +52,15 @@ function roundsCell(scenario: ScenarioOutcome): string {
   return ` (${Math.round(Math.min(...scenario.roundsRps))}-${Math.round(Math.max(...scenario.roundsRps))})`
 }
 
+/** Whether a scenario streams: measured against (f), direct streams, rather than (a). */
+export function isStreamed(id: ScenarioOutcome['id']): boolean {
+  return id === 'f' || id === 'g' || id === 'h'
+}
+
 function throughputTable(report: BenchReport): string[] {
-  const direct = report.scenarios.find((scenario) => scenario.id === 'a')?.result
+  const directOf = (id: ScenarioOutcome['id']) => report.scenarios.find((scenario) => scenario.id === (isStreamed(id) ? 'f' : 'a'))?.result
   const lines = [
-    '| scenario | req/s | p50 ms | p90 ms | p99 ms | errors | vs (a) | CPU gateway (main thread) | CPU upstream |',
+    '| scenario | req/s | p50 ms | p90 ms | p99 ms | errors | vs direct | CPU gateway (main thread) | CPU upstream |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const scenario of report.scenarios) {
@@ -63,6 +69,7 @@ function throughputTable(report: BenchReport): string[] {
       lines.push(`| (${scenario.id}) ${scenario.label} | ${scenario.notMeasured ?? 'not measured'} | | | | | | | |`)
       continue
     }
+    const direct = directOf(scenario.id)
     const share = direct ? percent(requestsPerSecond(result) / requestsPerSecond(direct)) : 'n/a'
     const cpu = (value: number | null) => (value === null ? '-' : `${value.toFixed(0)}%`)
     lines.push(
@@ -75,10 +82,10 @@ function throughputTable(report: BenchReport): string[] {
 }
 
 function threadTable(report: BenchReport): string[] {
-  const rows = report.scenarios.filter((scenario) => scenario.id !== 'a' && scenario.result && scenario.cpuUsPerRequest)
+  const rows = report.scenarios.filter((scenario) => scenario.id !== 'a' && scenario.id !== 'f' && scenario.result && scenario.cpuUsPerRequest)
   if (rows.length === 0) return []
   return [
-    `CPU of the gateway (in (d) and (e) the bare proxy) per request, by thread, in microseconds (from /proc, the median round):`,
+    `CPU of the gateway (in (d) and (e) the bare proxy) per request (in (g) and (h) per stream), by thread, in microseconds (from /proc, the median round):`,
     '',
     `| scenario | ${threadGroups.join(' | ')} | total |`,
     `|---|${threadGroups.map(() => '---:').join('|')}|---:|`,
@@ -171,10 +178,11 @@ export function renderReport(report: BenchReport): string {
     `- bun ${machine.bunVersion}; load tool: ${report.tool.description}` + (report.tool.name === 'wrk' ? `, ${settings.threads} thread(s)` : ''),
     `- each scenario: ${settings.connections} keep-alive connections for ${settings.durationS} s after a warm-up, ` +
       (settings.rounds > 1 ? `${settings.rounds} rounds taken in turns (the median round is shown, the range of req/s in brackets), ` : '') +
-      `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn`,
+      `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn; (f) to (h) the same chat streamed ` +
+      `with stream_options.include_usage (19 events a stream), "vs direct" against (f) instead of (a)`,
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
     `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +
-      'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens)',
+      'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens; streamed, chunks ending in a usage chunk of 16 tokens and [DONE])',
     '- CPU: share of one core used by the process while the scenario ran, in brackets by its main thread alone, which serves every request (from /proc); in (d) and (e) the gateway column is the bare proxy',
     '',
     errors > 0 ? `**FLAGGED: ${errors} failed request(s) or check(s) in this run; the numbers below are not clean.**\n` : '',

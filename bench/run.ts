@@ -1,6 +1,7 @@
 // The benchmark of the inference core, in one run: non-streamed chat (a) straight to a fake upstream,
-// (b) through the gateway to that upstream, (c) through the gateway on its simulator; then the time to
-// first streamed byte, direct and through the gateway. Prints a table and writes bench/RESULTS.md.
+// (b) through the gateway to that upstream, (c) through the gateway on its simulator, (d) and (e)
+// through bare proxies; (f) to (h) streamed chat as (a) to (c); then the time to first streamed byte,
+// direct and through the gateway. Prints a table and writes bench/RESULTS.md.
 //
 //   bun bench/run.ts [--duration 10] [--connections 50] [--threads 1] [--tool wrk|bun] [--keys N]
 //                    [--ttfb-requests 200] [--out bench/RESULTS.md | --no-write] [--profile DIR] [--keep-temp]
@@ -88,7 +89,10 @@ export function chatBody(model: string): string {
   return JSON.stringify({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say something short.' }] })
 }
 
-/** One request before the load: a 200 with a whole 16-token completion, or the reason it is not. */
+/**
+ * One request before the load: a 200 with a whole 16-token completion (streamed: every event of
+ * the stream, its usage chunk saying 16 tokens, and [DONE]), or the reason it is not.
+ */
 async function checkChat(url: string, body: string, key: string | null): Promise<string | null> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (key) headers.authorization = `Bearer ${key}`
@@ -96,13 +100,27 @@ async function checkChat(url: string, body: string, key: string | null): Promise
     const response = await fetch(url, { method: 'POST', body, headers, signal: AbortSignal.timeout(10_000) })
     const text = await response.text()
     if (response.status !== 200) return `status ${response.status}: ${text.slice(0, 300)}`
-    const answer = JSON.parse(text)
-    if (answer.object !== 'chat.completion' || typeof answer.choices?.[0]?.message?.content !== 'string') return `not a chat.completion: ${text.slice(0, 300)}`
-    if (answer.usage?.completion_tokens !== 16) return `expected 16 completion tokens, got ${answer.usage?.completion_tokens}`
+    const completionTokens = JSON.parse(body).stream === true ? streamedCompletionTokens(text) : completedTokens(text)
+    if (typeof completionTokens === 'string') return completionTokens
+    if (completionTokens !== 16) return `expected 16 completion tokens, got ${completionTokens}`
     return null
   } catch (error) {
     return (error as Error).message
   }
+}
+
+function completedTokens(text: string): number | string {
+  const answer = JSON.parse(text)
+  if (answer.object !== 'chat.completion' || typeof answer.choices?.[0]?.message?.content !== 'string') return `not a chat.completion: ${text.slice(0, 300)}`
+  return answer.usage?.completion_tokens
+}
+
+function streamedCompletionTokens(text: string): number | string {
+  const events = text.split('\n\n').filter(Boolean)
+  if (events.at(-1) !== 'data: [DONE]') return `a stream that does not end with [DONE]: ${text.slice(-300)}`
+  const chunks = events.slice(0, -1).map((event) => JSON.parse(event.slice('data: '.length)))
+  if (chunks.some((chunk) => chunk.object !== 'chat.completion.chunk')) return `not a stream of chat.completion.chunk: ${text.slice(0, 300)}`
+  return chunks.at(-1)?.usage?.completion_tokens
 }
 
 export interface Scenario {
@@ -233,10 +251,16 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     direct: join(workDir, 'body-direct.json'),
     viaUpstream: join(workDir, 'body-gateway-upstream.json'),
     viaSimulator: join(workDir, 'body-gateway-simulator.json'),
+    streamedDirect: join(workDir, 'body-streamed-direct.json'),
+    streamedViaUpstream: join(workDir, 'body-streamed-gateway-upstream.json'),
+    streamedViaSimulator: join(workDir, 'body-streamed-gateway-simulator.json'),
   }
   await Bun.write(files.direct, chatBody('fake-echo'))
   await Bun.write(files.viaUpstream, chatBody('bench/upstream-echo'))
   await Bun.write(files.viaSimulator, chatBody('bench/simulated'))
+  await Bun.write(files.streamedDirect, streamedChatBody('fake-echo'))
+  await Bun.write(files.streamedViaUpstream, streamedChatBody('bench/upstream-echo'))
+  await Bun.write(files.streamedViaSimulator, streamedChatBody('bench/simulated'))
 
   const scenarios: Scenario[] = [
     { id: 'a', label: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null },
@@ -249,6 +273,13 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   // Its CPU shows in the gateway column.
   scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid })
   scenarios.push({ id: 'e', label: 'bare Bun proxy, upstream over sockets of its own thread (no fetch)', url: `${socketProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: socketProxy.pid })
+  // Streams, as most chat is served: 19 events each (the role, 16 tokens, the finish, the usage).
+  scenarios.push({ id: 'f', label: 'streamed, direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.streamedDirect, keysFile: null, firstKey: null })
+  if (gateway) {
+    const common = { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
+    scenarios.push({ id: 'g', label: 'streamed, gateway to the fake upstream', bodyFile: files.streamedViaUpstream, ...common })
+    scenarios.push({ id: 'h', label: 'streamed, gateway on the simulator', bodyFile: files.streamedViaSimulator, ...common })
+  }
 
   const outcomes: ScenarioOutcome[] = []
   const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid, servers: localServers(options) }
@@ -278,8 +309,9 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     }
   }
   outcomes.push(...rounds.map(medianRound))
-  for (const id of ['b', 'c'] as const) {
-    if (!gateway) outcomes.push({ id, label: id === 'b' ? 'gateway to the fake upstream' : 'gateway on the simulator', result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, gatewayMain: null, upstream: null } })
+  const gatewayScenarios = { b: 'gateway to the fake upstream', c: 'gateway on the simulator', g: 'streamed, gateway to the fake upstream', h: 'streamed, gateway on the simulator' } as const
+  for (const [id, label] of Object.entries(gatewayScenarios) as [keyof typeof gatewayScenarios, string][]) {
+    if (!gateway) outcomes.push({ id, label, result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, gatewayMain: null, upstream: null } })
   }
   outcomes.sort((a, b) => a.id.localeCompare(b.id))
 
