@@ -29,12 +29,19 @@ export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, heade
     onCancel()
     await events.return()
   }
+  // The first event is asked for now rather than when the body is first read (a direct stream is
+  // pulled only then): the events start, so that a body cancelled before any read still ends them,
+  // settling the request.
+  let first: Promise<IteratorResult<ChatStreamEvent, void>> | null = events.next()
+  first.catch(() => {})
   async function writeEvents(controller: ReadableStreamDirectController): Promise<void> {
     for (;;) {
       let next: IteratorResult<ChatStreamEvent, void>
       try {
-        next = await events.next()
+        next = await (first ?? events.next())
+        first = null
       } catch (error) {
+        first = null
         // The events fail only on a fault of the gateway's own: the client still gets an error
         // event and the end of the stream, and the stream's place is given back.
         console.error('stream failed', error)

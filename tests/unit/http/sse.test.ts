@@ -38,3 +38,21 @@ test('events that throw still end the stream with an internal_error event and [D
   expect(sent.map((line) => (line.startsWith('data: {"error"') ? JSON.parse(line.slice(6)).error.code : line))).toEqual([`data: ${JSON.stringify(chunk)}`, 'internal_error', 'data: [DONE]'])
   expect(ended).toBe(1)
 })
+
+test('a body cancelled before anything read it still ends the events, and calls onCancel and onEnd once', async () => {
+  let finished = false
+  async function* stream(): AsyncGenerator<ChatStreamEvent, void> {
+    try {
+      yield { chunk }
+      yield { chunk }
+    } finally {
+      finished = true
+    }
+  }
+  let cancelled = 0
+  let ended = 0
+
+  await sseResponse(stream(), {}, () => cancelled++, () => ended++).body!.cancel()
+
+  expect({ finished, cancelled, ended }).toEqual({ finished: true, cancelled: 1, ended: 1 })
+})
