@@ -3,9 +3,13 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from 
 import { usageOf, type Usage } from '@nilegate/shared/schemas/common'
 import { estimateChatPromptTokens, estimateTextTokens } from './estimate-tokens'
 import { InferenceCall, type InferenceDeps, type InferenceRequest } from './inference'
+import type { ChatChunkIterator } from './ports'
 
-/** One event of a streamed answer: a chunk to send, or a failure after the stream began. */
-export type ChatStreamEvent = { chunk: ChatCompletionChunk; error?: undefined } | { error: GatewayError; chunk?: undefined }
+/**
+ * What a stream sends next: chunks (those that arrived from the upstream together), or a failure
+ * after the stream began.
+ */
+export type ChatStreamEvent = { chunks: ChatCompletionChunk[]; error?: undefined } | { error: GatewayError; chunks?: undefined }
 
 /** Resolves the model, checks max_tokens, and admits the request at its worst-case cost. */
 async function openCall(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<InferenceCall> {
@@ -48,7 +52,7 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
   const { upstream, first } = await call
     .route(
       async (provider, providerCall) => {
-        const upstream = (await provider.streamChat(body, providerCall))[Symbol.asyncIterator]()
+        const upstream: ChatChunkIterator = (await provider.streamChat(body, providerCall))[Symbol.asyncIterator]()
         try {
           return { upstream, first: await upstream.next() }
         } catch (error) {
@@ -68,20 +72,24 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
     let usage: Usage | null = null
     try {
       for (let result = first; !result.done; result = await upstream.next()) {
-        const chunk = result.value
-        if (chunk.choices.length === 0) {
-          if (chunk.usage) reported = chunk.usage
-          continue
+        const chunks: ChatCompletionChunk[] = []
+        for (const chunk of upstream.ready ? [result.value, ...upstream.ready()] : [result.value]) {
+          if (chunk.choices.length === 0) {
+            if (chunk.usage) reported = chunk.usage
+            continue
+          }
+          for (const choice of chunk.choices) {
+            const delta = choice.delta
+            if (delta.content) relayedText += delta.content
+            if (delta.tool_calls) for (const toolCall of delta.tool_calls) relayedText += toolCall.function?.arguments ?? ''
+          }
+          chunk.model = call.model.id
+          if (!includeUsage) delete chunk.usage
+          chunks.push(chunk)
         }
-        for (const choice of chunk.choices) {
-          const delta = choice.delta
-          if (delta.content) relayedText += delta.content
-          if (delta.tool_calls) for (const toolCall of delta.tool_calls) relayedText += toolCall.function?.arguments ?? ''
-        }
-        chunk.model = call.model.id
-        if (!includeUsage) delete chunk.usage
-        lastChunk = chunk
-        yield { chunk }
+        if (chunks.length === 0) continue
+        lastChunk = chunks.at(-1)!
+        yield { chunks }
       }
     } catch (error) {
       if (!call.clientGone) failure = asGatewayError(error)
@@ -97,7 +105,7 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
       return
     }
     if (includeUsage && lastChunk && usage) {
-      yield { chunk: { id: lastChunk.id, object: 'chat.completion.chunk', created: lastChunk.created, model: call.model.id, choices: [], usage } }
+      yield { chunks: [{ id: lastChunk.id, object: 'chat.completion.chunk', created: lastChunk.created, model: call.model.id, choices: [], usage }] }
     }
   }
   return relay()

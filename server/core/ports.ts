@@ -29,10 +29,20 @@ export interface Provider {
   chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion>
   /**
    * Chunks as the upstream produces them, unbuffered. The last chunk before the end carries `usage`
-   * with empty `choices` when the upstream reported it; the gateway estimates usage otherwise.
+   * with empty `choices` when the upstream reported it; the gateway estimates usage otherwise. Its
+   * iterator may be a `ChatChunkIterator` that hands out what has already arrived.
    */
   streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>>
   embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult>
+}
+
+/** The iterator of a streamed answer's chunks. */
+export interface ChatChunkIterator extends AsyncIterator<ChatCompletionChunk> {
+  /**
+   * The chunks that have arrived after the last one handed out, handed out now (none when none
+   * have): those that came together are relayed together.
+   */
+  ready?(): ChatCompletionChunk[]
 }
 
 /** A known API key and what it may do; what the hot path needs, cached in process. */

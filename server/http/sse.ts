@@ -8,10 +8,10 @@ function event(data: unknown): string {
 }
 
 /**
- * Sends stream events as server-sent events: `data: <json>\n\n` per chunk, an error as one
- * `data: {"error":...}` event, always ending with `data: [DONE]`. Each event leaves as soon as it
- * exists. When the client goes away, `onCancel` aborts the upstream work; `onEnd` runs once the
- * stream is over, either way, and also when the events themselves fail.
+ * Sends stream events as server-sent events: `data: <json>\n\n` per chunk (the chunks of one event
+ * in one write), an error as one `data: {"error":...}` event, always ending with `data: [DONE]`.
+ * Each event leaves as soon as it exists. When the client goes away, `onCancel` aborts the upstream
+ * work; `onEnd` runs once the stream is over, either way, and also when the events themselves fail.
  *
  * The body is one of Bun's direct streams: each event is written to the response as it comes
  * (what is written in one turn of the event loop leaves together at its end), without the queue,
@@ -57,7 +57,7 @@ export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, heade
       }
       // A client slower than the upstream makes the write wait: the upstream is then read no
       // faster than the client takes what it sent.
-      const written = controller.write(event(next.value.error ? next.value.error.toBody() : next.value.chunk))
+      const written = controller.write(next.value.error ? event(next.value.error.toBody()) : next.value.chunks.map(event).join(''))
       if (typeof written !== 'number') await written
     }
   }

@@ -1,5 +1,5 @@
 import type { ChatCompletionChunk } from '@nilegate/shared/schemas/chat'
-import type { ProviderCall } from '../../core/ports'
+import type { ChatChunkIterator, ProviderCall } from '../../core/ports'
 import { SseDecoder } from './sse-decoder'
 import { hasChoices, isRecord, reportedUsage } from './upstream-answers'
 import { upstreamEventError, upstreamMalformedError } from './upstream-errors'
@@ -16,7 +16,7 @@ export const maxEventChars = 16 * 1024 * 1024
  * something that is not a chunk, stalls past a deadline, or closes before it finished; throws the
  * call's abort reason when the client goes away. `return()` aborts the upstream request.
  */
-export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletionChunk> {
+export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletionChunk>, ChatChunkIterator {
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>
   private readonly decoder = new SseDecoder()
   private queue: ChatCompletionChunk[] = []
@@ -73,6 +73,15 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
       // Once ended, the deadline belongs to drain().
       if (this.head < this.queue.length && this.isOpen()) this.exchange.unwatch()
     }
+  }
+
+  /** The chunks decoded and not handed out yet, handed out now; a failure after them stays for `next()`. */
+  ready(): ChatCompletionChunk[] {
+    if (this.head >= this.queue.length) return []
+    const chunks = this.head === 0 ? this.queue : this.queue.slice(this.head)
+    this.queue = []
+    this.head = 0
+    return chunks
   }
 
   async return(): Promise<IteratorResult<ChatCompletionChunk, undefined>> {

@@ -5,6 +5,7 @@ import { OpenAICompatibleProvider } from '../../../server/adapters/providers/ope
 import { maxEventChars } from '../../../server/adapters/providers/upstream-chunk-stream'
 import { maxAnswerBytes, readCapped } from '../../../server/adapters/providers/upstream-exchange'
 import { estimatePromptTokens, estimateTextTokens } from '../../../server/core/estimate-tokens'
+import type { ChatChunkIterator } from '../../../server/core/ports'
 import {
   catalogModelId,
   ControlledStream,
@@ -288,6 +289,26 @@ describe('OpenAICompatibleProvider.streamChat', () => {
     expect(second.value!.choices[0]!.delta).toEqual({ content: 'one' })
     expect(third.value!.choices[0]!.finish_reason).toBe('stop')
     expect(end.done).toBe(true)
+  })
+
+  test('hands out at once the chunks that arrived together, and a failure after them only from next()', async () => {
+    const { upstream, stream } = controlledUpstream()
+    const chunks: ChatChunkIterator = (await provider.streamChat(upstreamChatRequest({ stream: true }), upstreamCall(upstream.baseUrl)))[Symbol.asyncIterator]()
+
+    stream.send(sseFrame(upstreamChunk({ role: true, content: '' })) + sseFrame(upstreamChunk({ content: 'one' })) + sseFrame(upstreamChunk({ content: 'two' })))
+    const first = await chunks.next()
+    const together = chunks.ready!()
+    const nothingMore = chunks.ready!()
+    stream.send(sseFrame(upstreamChunk({ content: 'three' })) + sseFrame({ error: { message: 'engine crashed', type: 'InternalServerError', param: null, code: 500 } }))
+    const third = await chunks.next()
+    const beforeFailure = chunks.ready!()
+    const failure = await caught(chunks.next())
+
+    expect(first.value!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' })
+    expect(together.map((chunk) => chunk.choices[0]!.delta.content)).toEqual(['one', 'two'])
+    expect(nothingMore).toEqual([])
+    expect([third.value!.choices[0]!.delta.content, beforeFailure]).toEqual(['three', []])
+    expect(failure).toMatchObject({ code: 'no_healthy_backends' })
   })
 
   test('parses SSE split at awkward byte boundaries, with CRLF, CR, comments and multi-byte text', async () => {

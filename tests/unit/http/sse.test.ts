@@ -12,7 +12,7 @@ async function events(response: Response): Promise<string[]> {
 
 test('sends each chunk and an error event as server-sent events, ends with [DONE] and calls onEnd once', async () => {
   async function* stream(): AsyncGenerator<ChatStreamEvent, void> {
-    yield { chunk }
+    yield { chunks: [chunk] }
     yield { error: new GatewayError('no_healthy_backends', 'The upstream went away.') }
   }
   let ended = 0
@@ -25,7 +25,7 @@ test('sends each chunk and an error event as server-sent events, ends with [DONE
 
 test('events that throw still end the stream with an internal_error event and [DONE], and give the place back', async () => {
   async function* stream(): AsyncGenerator<ChatStreamEvent, void> {
-    yield { chunk }
+    yield { chunks: [chunk] }
     throw new RangeError('a fault of the gateway')
   }
   let ended = 0
@@ -43,8 +43,8 @@ test('a body cancelled before anything read it still ends the events, and calls 
   let finished = false
   async function* stream(): AsyncGenerator<ChatStreamEvent, void> {
     try {
-      yield { chunk }
-      yield { chunk }
+      yield { chunks: [chunk] }
+      yield { chunks: [chunk] }
     } finally {
       finished = true
     }
