@@ -1,6 +1,6 @@
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ToolCallDelta } from '@nilegate/shared/schemas/chat'
 import { estimateChatPromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
-import type { EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
+import type { ChatChunkIterator, EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { embedText, embedTokenIds } from './hashed-embedding'
 import { planReplies, type SimulatedReply, type SimulatedToolCall } from './simulated-reply'
 import { usageOf } from '@nilegate/shared/schemas/common'
@@ -91,32 +91,88 @@ function envelopeFor(call: ProviderCall): Envelope {
 }
 
 /**
- * Streams the replies: after ttftMs each choice's opening chunk and its first token, then one token per
- * choice every interTokenMs, a final chunk per choice with its finish reason, and one usage chunk.
+ * The steps of the replies' stream: after ttftMs each choice's opening chunk and its first token, then
+ * one token per choice every interTokenMs, a final chunk per choice with its finish reason, and one
+ * usage chunk. A number is a wait of that many milliseconds; with zero delays there is none.
  */
-async function* streamReplies(replies: SimulatedReply[], envelope: Envelope, promptTokens: number, call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
-  const { signal } = call
+function* streamSteps(replies: SimulatedReply[], envelope: Envelope, promptTokens: number, call: ProviderCall): Generator<ChatCompletionChunk | number, void> {
   const { ttftMs, interTokenMs } = call.deployment.simulator
-  await pause(ttftMs, signal)
+  if (ttftMs > 0) yield ttftMs
   const deltas = replies.map(tokenDeltas)
   const rounds = Math.max(1, ...deltas.map((list) => list.length))
   for (let index = 0; index < replies.length; index++) yield chunk(envelope, index, openingDelta(replies[index]!))
   for (let round = 0; round < rounds; round++) {
-    if (round > 0) await pause(interTokenMs, signal)
+    if (round > 0 && interTokenMs > 0) yield interTokenMs
     for (let index = 0; index < replies.length; index++) {
       const list = deltas[index]!
       if (round < list.length) yield chunk(envelope, index, list[round]!)
       if (round === Math.max(1, list.length) - 1) yield chunk(envelope, index, {}, replies[index]!.finishReason)
     }
   }
-  const completion = completionTokens(replies)
   yield {
     id: envelope.id,
     object: 'chat.completion.chunk',
     created: envelope.created,
     model: envelope.model,
     choices: [],
-    usage: usageOf(promptTokens, completion),
+    usage: usageOf(promptTokens, completionTokens(replies)),
+  }
+}
+
+/**
+ * A simulated stream: each chunk when its wait is over; `ready()` hands out at once the chunks due
+ * without a wait, which the relay then sends together. Stops with the signal's reason once the
+ * client has gone.
+ */
+class SimulatedStream implements AsyncIterableIterator<ChatCompletionChunk>, ChatChunkIterator {
+  /** The step looked at by `ready()` and not taken: a wait, or the end. */
+  private held: IteratorResult<ChatCompletionChunk | number, void> | null = null
+
+  constructor(
+    private readonly steps: Generator<ChatCompletionChunk | number, void>,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this
+  }
+
+  async next(): Promise<IteratorResult<ChatCompletionChunk, undefined>> {
+    try {
+      for (;;) {
+        if (this.held?.done) return { done: true, value: undefined }
+        if (this.signal.aborted) throw abortReason(this.signal)
+        const step = this.held ?? this.steps.next()
+        this.held = null
+        if (step.done) {
+          this.held = step
+          return { done: true, value: undefined }
+        }
+        if (typeof step.value !== 'number') return { done: false, value: step.value }
+        await sleep(step.value, this.signal)
+      }
+    } catch (error) {
+      // Like a generator that threw: ended for good.
+      await this.return()
+      throw error
+    }
+  }
+
+  ready(): ChatCompletionChunk[] {
+    const chunks: ChatCompletionChunk[] = []
+    if (this.signal.aborted) return chunks
+    while (this.held === null) {
+      const step = this.steps.next()
+      if (step.done || typeof step.value === 'number') this.held = step
+      else chunks.push(step.value)
+    }
+    return chunks
+  }
+
+  async return(): Promise<IteratorResult<ChatCompletionChunk, undefined>> {
+    this.steps.return()
+    this.held = { done: true, value: undefined }
+    return { done: true, value: undefined }
   }
 }
 
@@ -155,7 +211,7 @@ export class SimulatorProvider implements Provider {
   async streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>> {
     if (call.signal.aborted) throw abortReason(call.signal)
     const replies = planReplies(body, call.model, call.requestId)
-    return streamReplies(replies, envelopeFor(call), estimateChatPromptTokens(body), call)
+    return new SimulatedStream(streamSteps(replies, envelopeFor(call), estimateChatPromptTokens(body), call), call.signal)
   }
 
   async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {

@@ -4,7 +4,7 @@ import type { ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/share
 import { SimulatorProvider } from '../../../../server/adapters/providers/simulator'
 import type { CatalogModel } from '../../../../server/core/catalog'
 import { estimatePromptTokens, estimateTextTokens } from '../../../../server/core/estimate-tokens'
-import type { ProviderCall } from '../../../../server/core/ports'
+import type { ChatChunkIterator, ProviderCall } from '../../../../server/core/ports'
 import { parseCatalogFile } from '../../../../server/catalog-file'
 import demoCatalog from '../../../../server/demo-catalog.json'
 
@@ -335,6 +335,27 @@ describe('SimulatorProvider.streamChat', () => {
     await stream.next()
 
     expect(performance.now() - started).toBeGreaterThanOrEqual(35)
+  })
+
+  test('hands out at once the chunks due without a wait: the rest of the answer with no delays, the current round with one', async () => {
+    // Compared without `created`, which a second's turn could change between streams.
+    const shape = (chunks: ChatCompletionChunk[]) => chunks.map(({ choices, usage }) => ({ choices, usage }))
+    const all = shape(await collect(await simulator.streamChat(chatRequest(), simulatorCall())))
+    const quick = (await simulator.streamChat(chatRequest(), simulatorCall()))[Symbol.asyncIterator]() as ChatChunkIterator
+    const paced = (await simulator.streamChat(chatRequest(), simulatorCall({ interTokenMs: 60_000 })))[Symbol.asyncIterator]() as ChatChunkIterator
+
+    const quickFirst = await quick.next()
+    const quickRest = quick.ready!()
+    const quickEnd = await quick.next()
+    const pacedFirst = await paced.next()
+    const pacedRound = paced.ready!()
+    const pacedWaiting = paced.ready!()
+    await paced.return!()
+
+    expect(shape([quickFirst.value!, ...quickRest])).toEqual(all)
+    expect(quickEnd.done).toBe(true)
+    expect(shape([pacedFirst.value!, ...pacedRound])).toEqual(all.slice(0, 2))
+    expect(pacedWaiting).toEqual([])
   })
 
   test('stops promptly with the abort reason when the signal aborts mid-stream', async () => {
