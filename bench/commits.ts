@@ -5,7 +5,7 @@
 // thread that runs out first), of a local Redis's and Postgres's CPU per request when the gateways
 // use them, and of the p99, with each round's errors. Prints the table; writes it only with --out.
 //
-//   bun bench/commits.ts [--base HEAD~1] [--model upstream|simulator] [--rounds 5] [--duration 5]
+//   bun bench/commits.ts [--base HEAD~1] [--model upstream|simulator] [--stream] [--rounds 5] [--duration 5]
 //                        [--keys 1000] [--connections 50] [--postgres [URL]] [--redis [URL]] [--out FILE]
 
 import { join } from 'node:path'
@@ -15,6 +15,7 @@ import { requestsPerSecond, totalErrors } from './load-result'
 import { percentile } from './percentile'
 import type { ScenarioOutcome } from './report'
 import { chatBody } from './run'
+import { streamedChatBody } from './ttfb'
 
 const models = { upstream: 'bench/upstream-echo', simulator: 'bench/simulated' } as const
 
@@ -62,7 +63,9 @@ await runComparison(null, async (context) => {
   const baseGateway = await context.launchGateway('base', keys, baseDir)
   const headGateway = await context.launchGateway('head', keys)
   const bodyFile = join(context.workDir, 'body.json')
-  await Bun.write(bodyFile, chatBody(model))
+  // --stream: the same chat streamed (19 events), its CPU per request then per stream.
+  const streamed = context.args.includes('--stream')
+  await Bun.write(bodyFile, streamed ? streamedChatBody(model) : chatBody(model))
 
   const [baseRounds, headRounds] = await context.measureRoundsInTurns([
     { gateway: baseGateway, bodyFile, keysFile: baseGateway.keysFile, label: base },
@@ -77,7 +80,7 @@ await runComparison(null, async (context) => {
   const markdown = [
     `# ${headLabel} against ${base}`,
     '',
-    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`bun bench/commits.ts${context.args.length ? ` ${context.args.join(' ')}` : ''}\`: model \`${model}\`, ${keys} API keys per gateway, gateways on ${options.postgresUrl ? 'Postgres' : 'the embedded PGlite'}${options.redisUrl ? ' with admission in Redis' : ''}; ${context.tool.description}, ${options.connections} connections, ${options.durationS} s per round after a warm-up, the two in turns. CPU from /proc.`,
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`bun bench/commits.ts${context.args.length ? ` ${context.args.join(' ')}` : ''}\`: model \`${model}\`${streamed ? ' streamed' : ''}, ${keys} API keys per gateway, gateways on ${options.postgresUrl ? 'Postgres' : 'the embedded PGlite'}${options.redisUrl ? ' with admission in Redis' : ''}; ${context.tool.description}, ${options.connections} connections, ${options.durationS} s per round after a warm-up, the two in turns. CPU from /proc.`,
     '',
     `| gateway | req/s, median (rounds) | main thread us a request | gateway CPU us a request |${servers.map((server) => ` ${server} CPU us a request |`).join('')} p99 ms | errors (rounds) |`,
     `|---|---|---|---|${servers.map(() => '---|').join('')}---|---|`,
