@@ -103,6 +103,11 @@ export interface OrgScope {
   projectId: string | null
 }
 
+/** A header's value quoted in a message: its first 100 characters, so a refusal stays short. */
+function quotedHeader(value: string): string {
+  return value.length > 100 ? `${value.slice(0, 100)}...` : value
+}
+
 /**
  * Selects the organization of a dashboard request: the `OpenAI-Organization` header, or the user's
  * first organization. Unverified users get 403 email_not_verified; non-members 401 not_a_member
@@ -115,11 +120,11 @@ export async function selectOrganization(deps: ManagementDeps, principal: Sessio
   const wanted = request.headers.get('openai-organization')?.trim() || null
   const membership = wanted === null ? memberships[0] : memberships.find((candidate) => candidate.orgId === wanted)
   if (!membership) {
-    throw new GatewayError('not_a_member', wanted === null ? 'You do not belong to any organization yet; create one with POST /v1/organizations or accept an invite.' : `You are not a member of the organization '${wanted}'.`)
+    throw new GatewayError('not_a_member', wanted === null ? 'You do not belong to any organization yet; create one with POST /v1/organizations or accept an invite.' : `You are not a member of the organization '${quotedHeader(wanted)}'.`)
   }
   const projectId = request.headers.get('openai-project')?.trim() || null
   if (projectId !== null && !(await deps.governance.projects.projectBelongsTo(membership.orgId, projectId))) {
-    throw new GatewayError('project_not_in_org', `The project '${projectId}' does not belong to the organization '${membership.orgId}'.`)
+    throw new GatewayError('project_not_in_org', `The project '${quotedHeader(projectId)}' does not belong to the organization '${membership.orgId}'.`)
   }
   return { orgId: membership.orgId, role: membership.role, status: membership.orgStatus, projectId }
 }

@@ -179,4 +179,17 @@ describeEachDatabase('members of an organization', (context) => {
       expect(response.json.error.code).toBe('not_a_member')
     }
   })
+
+  test('a refusal quotes at most the first 100 characters of the organization or project it was sent', async () => {
+    const { gateway, owner } = await organizationWithOwner()
+    const long = `org_${'x'.repeat(8_000)}`
+
+    const organization = await gateway.send('GET', '/v1/organization/users', { token: owner.token, headers: { 'openai-organization': long } })
+    const project = await gateway.send('GET', '/v1/organization/users', { token: owner.token, headers: { 'openai-project': long } })
+
+    expect([organization.json.error.code, project.json.error.code]).toEqual(['not_a_member', 'project_not_in_org'])
+    expect(organization.json.error.message).toContain(`'${long.slice(0, 100)}...'`)
+    expect(project.json.error.message).toContain(`'${long.slice(0, 100)}...'`)
+    expect(Math.max(organization.json.error.message.length, project.json.error.message.length)).toBeLessThan(250)
+  })
 })
