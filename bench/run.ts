@@ -262,13 +262,15 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   await Bun.write(files.streamedViaUpstream, streamedChatBody('bench/upstream-echo'))
   await Bun.write(files.streamedViaSimulator, streamedChatBody('bench/simulated'))
 
+  // The gateway's scenarios, named once: measured when it runs, listed as skipped when it does not.
+  const gatewayScenarios = { b: 'gateway to the fake upstream', c: 'gateway on the simulator', g: 'streamed, gateway to the fake upstream', h: 'streamed, gateway on the simulator' } as const
   const scenarios: Scenario[] = [
     { id: 'a', label: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null },
   ]
   if (gateway) {
     const common = { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
-    scenarios.push({ id: 'b', label: 'gateway to the fake upstream', bodyFile: files.viaUpstream, ...common })
-    scenarios.push({ id: 'c', label: 'gateway on the simulator', bodyFile: files.viaSimulator, ...common })
+    scenarios.push({ id: 'b', label: gatewayScenarios.b, bodyFile: files.viaUpstream, ...common })
+    scenarios.push({ id: 'c', label: gatewayScenarios.c, bodyFile: files.viaSimulator, ...common })
   }
   // Its CPU shows in the gateway column.
   scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid })
@@ -277,8 +279,8 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   scenarios.push({ id: 'f', label: 'streamed, direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.streamedDirect, keysFile: null, firstKey: null })
   if (gateway) {
     const common = { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
-    scenarios.push({ id: 'g', label: 'streamed, gateway to the fake upstream', bodyFile: files.streamedViaUpstream, ...common })
-    scenarios.push({ id: 'h', label: 'streamed, gateway on the simulator', bodyFile: files.streamedViaSimulator, ...common })
+    scenarios.push({ id: 'g', label: gatewayScenarios.g, bodyFile: files.streamedViaUpstream, ...common })
+    scenarios.push({ id: 'h', label: gatewayScenarios.h, bodyFile: files.streamedViaSimulator, ...common })
   }
 
   const outcomes: ScenarioOutcome[] = []
@@ -309,7 +311,6 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     }
   }
   outcomes.push(...rounds.map(medianRound))
-  const gatewayScenarios = { b: 'gateway to the fake upstream', c: 'gateway on the simulator', g: 'streamed, gateway to the fake upstream', h: 'streamed, gateway on the simulator' } as const
   for (const [id, label] of Object.entries(gatewayScenarios) as [keyof typeof gatewayScenarios, string][]) {
     if (!gateway) outcomes.push({ id, label, result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, gatewayMain: null, upstream: null } })
   }

@@ -37,11 +37,11 @@ export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, heade
   async function writeEvents(controller: ReadableStreamDirectController): Promise<void> {
     for (;;) {
       let next: IteratorResult<ChatStreamEvent, void>
+      const pending = first ?? events.next()
+      first = null
       try {
-        next = await (first ?? events.next())
-        first = null
+        next = await pending
       } catch (error) {
-        first = null
         // The events fail only on a fault of the gateway's own: the client still gets an error
         // event and the end of the stream, and the stream's place is given back.
         console.error('stream failed', error)
