@@ -1,6 +1,7 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { networkInterfaces } from 'node:os'
 
 // Integers use TypeBox's own Integer: Elysia's accepts numeric strings as they are, so `Value.Convert`
 // would leave '3000' a string and arithmetic on it would concatenate.
@@ -79,4 +80,23 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     reconcileIntervalS: parsed.RECONCILE_INTERVAL_S,
     reservationMarginMs: parsed.RESERVATION_MARGIN_MS,
   }
+}
+
+/** HOST values that name this machine whatever its interfaces. */
+const alwaysLocal = new Set(['0.0.0.0', '::', 'localhost', '127.0.0.1', '::1'])
+
+/**
+ * Why the server could not listen on HOST:PORT, in the settings' terms. Bun's error code does not
+ * tell them apart (a name that resolves to no address of this machine has come back as EINVAL,
+ * EEXIST and EADDRINUSE), so the host is judged by this machine's addresses.
+ */
+export function listenFailure(error: unknown, host: string, port: number): Error {
+  const code = (error as { code?: unknown } | null)?.code
+  const hostIsLocal = alwaysLocal.has(host) || Object.values(networkInterfaces()).some((addresses) => addresses?.some(({ address }) => address === host))
+  const badHost = `HOST ${host} is not an address of this machine, nor a name of one: set HOST to one (127.0.0.1, or 0.0.0.0 for every interface)`
+  const portTaken = `port ${port} is in use by another process: stop it, or set PORT to a free port (0 picks one)`
+  if (hostIsLocal && code === 'EADDRINUSE') return new Error(portTaken)
+  if (!hostIsLocal && (port === 0 || code === 'EADDRNOTAVAIL')) return new Error(badHost)
+  if (!hostIsLocal) return new Error(`${portTaken}, or ${badHost}`)
+  return error instanceof Error ? error : new Error(String(error))
 }

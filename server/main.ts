@@ -27,7 +27,7 @@ import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
 import { demoCatalogPath, followCatalogFile, readCatalogFile } from './catalog-file'
-import { loadConfig } from './config'
+import { listenFailure, loadConfig } from './config'
 import { startControlSocket } from './control-socket'
 import { acquireDataDirLock, DataDirLockedError } from './data-dir-lock'
 import { buildApp } from './http/app'
@@ -143,9 +143,13 @@ const app = buildApp({
 // the body caps (from Content-Length before reading, and by counting chunked bodies): Bun's own cap
 // is set out of reach, as it would answer a bare 413 without the error envelope or a request id.
 // Another process on the same port is an error, not a share of the connections (reusePort).
-await startUp(`listening on ${config.host} port ${config.port}`, () =>
-  app.listen({ hostname: config.host, port: config.port, development: false, reusePort: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 }),
-)
+await startUp(`listening on ${config.host} port ${config.port}`, () => {
+  try {
+    return app.listen({ hostname: config.host, port: config.port, development: false, reusePort: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 })
+  } catch (error) {
+    throw listenFailure(error, config.host, config.port)
+  }
+})
 const server = app.server!
 const baseUrl = config.publicBaseUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}/v1`
 const control = embedded
