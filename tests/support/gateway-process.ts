@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from 'bun:test'
 import type { Subprocess } from 'bun'
-import { createPostgresDatabase, createTempDir } from './databases'
+import { createMigratedPgliteDir, createPostgresDatabase, createTempDir } from './databases'
 
 const repoDir = new URL('../..', import.meta.url).pathname
 const listeningLine = /nilegate listening on (http:\/\/\S+\/v1)\b/
@@ -26,6 +26,8 @@ export interface GatewayOptions {
   /** More environment for the gateway and the CLI (e.g. USAGE_FLUSH_MS). */
   env?: Record<string, string>
   startTimeoutMs?: number
+  /** Embedded: start on an empty DATA_DIR, as a first start does, instead of a migrated PGlite. */
+  emptyDataDir?: boolean
 }
 
 /** What `bun server/cli.ts demo` is asked for. */
@@ -166,10 +168,12 @@ async function runDemoCli(env: Record<string, string>, options: DemoKeyOptions, 
 
 /**
  * Starts `bun server/main.ts` on a free port (PORT=0) and waits for its listening line. Embedded
- * gateways get a temp DATA_DIR; Postgres gateways a new database, dropped again by `stop()`.
+ * gateways get a temp DATA_DIR holding a migrated PGlite (made once per run: creating one took a
+ * gateway seconds of its start; `emptyDataDir` for a first start);
+ * Postgres gateways a new database, dropped again by `stop()`.
  */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
-  const dataDir = createTempDir(`e2e-${options.database}`)
+  const dataDir = options.database === 'pglite' && !options.emptyDataDir ? await createMigratedPgliteDir() : createTempDir(`e2e-${options.database}`)
   let postgresDatabase: Awaited<ReturnType<typeof createPostgresDatabase>> | null = null
   let child: Subprocess<'ignore', 'pipe', 'pipe'> | null = null
   const cleanUp = async (graceMs: number) => {
