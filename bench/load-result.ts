@@ -15,6 +15,8 @@ export interface LoadResult {
     timeout: number
   }
   latency_us: { p50: number; p90: number; p99: number; max: number; mean: number }
+  /** CPU time the load tool used for the run (user and system, all its threads), when known: set by `runLoadTool`. */
+  tool_cpu_us?: number
 }
 
 export const RESULT_PREFIX = 'BENCH_RESULT '

@@ -50,5 +50,6 @@ export async function runLoadTool(tool: LoadTool, run: LoadRun, processes: Proce
   const exitCode = await child.exited
   const output = await Bun.file(run.logPath).text()
   if (exitCode !== 0) throw new Error(`${cmd[0]} exited with ${exitCode}:\n${output.slice(-2000)}`)
-  return parseLoadResult(output)
+  const cpuTime = child.resourceUsage()?.cpuTime
+  return { ...parseLoadResult(output), ...(cpuTime ? { tool_cpu_us: Number(cpuTime.total) } : {}) }
 }

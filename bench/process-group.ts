@@ -123,23 +123,26 @@ export async function threadCpuSeconds(pid: number): Promise<Record<ThreadGroup,
   return totals
 }
 
-/** How busy all CPUs were over the next `windowMs`, from /proc/stat; null where that is not readable. */
-export async function machineBusyPercent(windowMs: number): Promise<number | null> {
-  const read = async () => {
+/** The machine's CPU time so far, all cores summed, and the idle part of it, in seconds (from /proc/stat); null where that is not readable. */
+export async function machineCpuSeconds(): Promise<{ idle: number; total: number } | null> {
+  try {
     const line = (await Bun.file('/proc/stat').text()).split('\n')[0]!
     const ticks = line.trim().split(/\s+/).slice(1).map(Number)
-    const idle = ticks[3]! + (ticks[4] ?? 0)
-    return { idle, total: ticks.reduce((sum, value) => sum + value, 0) }
-  }
-  try {
-    const before = await read()
-    await Bun.sleep(windowMs)
-    const after = await read()
-    const total = after.total - before.total
-    return total > 0 ? (100 * (total - (after.idle - before.idle))) / total : null
+    // idle and iowait; guest time is counted in user time already.
+    return { idle: (ticks[3]! + (ticks[4] ?? 0)) / 100, total: ticks.slice(0, 8).reduce((sum, value) => sum + value, 0) / 100 }
   } catch {
     return null
   }
+}
+
+/** How busy all CPUs were over the next `windowMs`, from /proc/stat; null where that is not readable. */
+export async function machineBusyPercent(windowMs: number): Promise<number | null> {
+  const before = await machineCpuSeconds()
+  await Bun.sleep(windowMs)
+  const after = await machineCpuSeconds()
+  if (!before || !after) return null
+  const total = after.total - before.total
+  return total > 0 ? (100 * (total - (after.idle - before.idle))) / total : null
 }
 
 /** Why `child` is no longer running (exit code or signal, and the end of its log), or null while it runs. */

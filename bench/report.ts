@@ -19,6 +19,11 @@ export interface ScenarioOutcome {
   cpuUsPerRequest?: Record<ThreadGroup, number> | null
   /** CPU per request, in microseconds, of the local servers the gateway used (Redis, Postgres), by name. */
   serverUsPerRequest?: Record<string, number>
+  /**
+   * The machine's time per request, in microseconds: the upstream's and the load tool's CPU, the
+   * idle time of all cores, and all cores' time (cores x wall time) that these and the rest share.
+   */
+  machineUsPerRequest?: { upstream: number | null; loadTool: number | null; idle: number; total: number }
   /** req/s of every round when there were several; the rest of the outcome is the median round's. */
   roundsRps?: number[]
 }
@@ -114,6 +119,33 @@ function serverLines(rows: ScenarioOutcome[]): string[] {
   ]
 }
 
+/**
+ * Where the machine's time went per request, every process that shares the cores in one row: what
+ * a gateway's throughput could be is bounded by the cores' time over the sum of the others' parts.
+ */
+function machineTable(report: BenchReport): string[] {
+  const rows = report.scenarios.filter((scenario) => scenario.result && scenario.machineUsPerRequest)
+  if (rows.length === 0) return []
+  const servers = [...new Set(rows.flatMap((scenario) => Object.keys(scenario.serverUsPerRequest ?? {})))]
+  const cell = (value: number | null | undefined) => (value === null || value === undefined ? '-' : value.toFixed(1))
+  return [
+    `The machine's time per request (in (f) to (h) per stream), in microseconds of CPU (the median round): the gateway (in (d) and (e) the bare proxy), ` +
+      `the upstream, the load tool${servers.map((name) => `, ${name}`).join('')}, the cores' idle time, the rest (the kernel's own threads, ` +
+      `other processes), and all of it (cores x wall time over requests):`,
+    '',
+    `| scenario | gateway | upstream | load tool |${servers.map((name) => ` ${name} |`).join('')} idle | rest | all |`,
+    `|---|---:|---:|---:|${servers.map(() => '---:|').join('')}---:|---:|---:|`,
+    ...rows.map((scenario) => {
+      const machine = scenario.machineUsPerRequest!
+      const gateway = scenario.cpuUsPerRequest ? threadGroups.reduce((sum, group) => sum + scenario.cpuUsPerRequest![group], 0) : null
+      const serverParts = servers.map((name) => scenario.serverUsPerRequest?.[name] ?? null)
+      const known = [gateway, machine.upstream, machine.loadTool, ...serverParts, machine.idle].reduce<number>((sum, value) => sum + (value ?? 0), 0)
+      return `| (${scenario.id}) ${scenario.label} | ${cell(gateway)} | ${cell(machine.upstream)} | ${cell(machine.loadTool)} |${serverParts.map((value) => ` ${cell(value)} |`).join('')} ${cell(machine.idle)} | ${cell(machine.total - known)} | ${cell(machine.total)} |`
+    }),
+    '',
+  ]
+}
+
 function ttfbTable(report: BenchReport): string[] {
   if (report.ttfb.length === 0) return []
   const direct = report.ttfb[0]!
@@ -189,6 +221,7 @@ export function renderReport(report: BenchReport): string {
     ...throughputTable(report),
     '',
     ...threadTable(report),
+    ...machineTable(report),
     ...(report.ttfb.length > 0
       ? [`Time to first byte: ${settings.ttfbRequests} sequential streamed requests per row (after a warm-up), rows taken in turns.`, '', ...ttfbTable(report), '']
       : []),

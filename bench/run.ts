@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { chooseLoadTool, runLoadTool, type LoadTool, type LoadToolName } from './load-tool'
 import { readMachineInfo } from './machine-info'
-import { cpuSeconds, machineBusyPercent, processesNamed, ProcessGroup, threadCpuSeconds, threadGroups, totalCpuSeconds, type ThreadGroup } from './process-group'
+import { cpuSeconds, machineBusyPercent, machineCpuSeconds, processesNamed, ProcessGroup, threadCpuSeconds, threadGroups, totalCpuSeconds, type ThreadGroup } from './process-group'
 import { requestsPerSecond, totalErrors } from './load-result'
 import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
@@ -170,6 +170,8 @@ export async function measureScenario(
     await runLoadTool(tool, { ...run, durationS: warmupS, logPath: join(workDir, `load-${scenario.id}-warmup.log`) }, processes)
   }
 
+  // The machine's time is read first and last, around every process's own: its window holds theirs.
+  const machineBefore = await machineCpuSeconds()
   const startedAt = performance.now()
   const cpuBefore = {
     gateway: pids.gateway ? await cpuSeconds(pids.gateway) : null,
@@ -200,6 +202,18 @@ export async function measureScenario(
   if (servers.length > 0 && outcome.result.requests > 0) {
     const serversAfter = await Promise.all(servers.map(([, serverPids]) => totalCpuSeconds(serverPids)))
     outcome.serverUsPerRequest = Object.fromEntries(servers.map(([name], index) => [name, (Math.max(0, serversAfter[index]! - serversBefore[index]!) * 1e6) / outcome.result!.requests]))
+  }
+  const { requests } = outcome.result
+  const upstreamAfter = await cpuSeconds(pids.upstream)
+  const machineAfter = await machineCpuSeconds()
+  if (machineBefore && machineAfter && requests > 0) {
+    const perRequest = (seconds: number) => (seconds * 1e6) / requests
+    outcome.machineUsPerRequest = {
+      upstream: cpuBefore.upstream === null || upstreamAfter === null ? null : perRequest(upstreamAfter - cpuBefore.upstream),
+      loadTool: outcome.result.tool_cpu_us === undefined ? null : outcome.result.tool_cpu_us / requests,
+      idle: perRequest(machineAfter.idle - machineBefore.idle),
+      total: perRequest(machineAfter.total - machineBefore.total),
+    }
   }
   return outcome
 }
