@@ -15,7 +15,7 @@ test('a first start on an empty DATA_DIR makes the database and a demo tenant an
   const first = await startGateway(options)
   let apiKey: string
   try {
-    const [, printedKey] = await first.waitForOutput(/OPENAI_API_KEY=(\S+)/)
+    const [, printedKey] = await first.waitForOutput(/OPENAI_API_KEY=(\S+)\n/)
     apiKey = printedKey!
     expect(apiKey).toMatch(/^sk-[A-Za-z0-9]{32,}$/)
     expect(first.output()).toContain(`OPENAI_BASE_URL=${first.baseUrl}`)

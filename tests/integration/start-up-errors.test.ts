@@ -19,8 +19,7 @@ test('a bad setting or an unreachable database stops start-up with one line nami
     [{ HOST: '127.0.0.1', PORT: String(taken.port) }, `nilegate did not start: listening on 127.0.0.1 port ${taken.port}: port ${taken.port} is in use by another process`],
   ]
 
-  const runs = await Promise.all(cases.map(([env], index) => runBun(['server/main.ts'], childEnv({ DATA_DIR: join(temp.path, `data-${index}`), PORT: '0', ...env }))))
-  taken.stop(true)
+  const runs = await Promise.all(cases.map(([env], index) => runBun(['server/main.ts'], childEnv({ DATA_DIR: join(temp.path, `data-${index}`), PORT: '0', ...env })))).finally(() => taken.stop(true))
 
   for (const [index, run] of runs.entries()) {
     const lines = run.stderr.split('\n').filter(Boolean)
