@@ -160,6 +160,12 @@ const control = embedded
     })
   : null
 
+// Bun's fetch sends at most BUN_CONFIG_MAX_HTTP_REQUESTS requests at once, 256 unless set when the
+// process starts (a change made from here is not read), and queues the rest: a stream past that
+// many would wait, its deadlines running, for another to end. `bun start` sets 8192.
+if (!Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
+  console.warn('nilegate sends at most 256 upstream requests at once (Bun\'s default for fetch); more wait for one to end. Start it with `bun start`, or set BUN_CONFIG_MAX_HTTP_REQUESTS (up to 65535).')
+}
 console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, ${redis ? 'admission on Redis' : 'admission in process'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
 const demo = await database.seedDemoIfEmpty()
 if (demo) {

@@ -4,8 +4,9 @@ import { createMigratedPgliteDir, createPostgresDatabase, createTempDir } from '
 
 const repoDir = new URL('../..', import.meta.url).pathname
 const listeningLine = /nilegate listening on (http:\/\/\S+\/v1)\b/
-// Variables of the calling shell that would point the gateway elsewhere than this test wants.
-const overriddenEnv = ['DATABASE_URL', 'REDIS_URL', 'NILEGATE_CONFIG', 'DATA_DIR', 'HOST', 'PORT', 'PUBLIC_BASE_URL']
+// Variables of the calling shell that would point the gateway elsewhere than this test wants, or
+// set what `bun start` sets.
+const overriddenEnv = ['DATABASE_URL', 'REDIS_URL', 'NILEGATE_CONFIG', 'DATA_DIR', 'HOST', 'PORT', 'PUBLIC_BASE_URL', 'BUN_CONFIG_MAX_HTTP_REQUESTS']
 const running = new Set<Subprocess>()
 
 // A test runner that dies mid-file must not leave gateways behind; each is killed by its own pid.
@@ -28,6 +29,8 @@ export interface GatewayOptions {
   startTimeoutMs?: number
   /** Embedded: start on an empty DATA_DIR, as a first start does, instead of a migrated PGlite. */
   emptyDataDir?: boolean
+  /** Start with `bun run start`, as README says, rather than `bun server/main.ts` (`pid` is then the script runner's). */
+  viaStartScript?: boolean
 }
 
 /** What `bun server/cli.ts demo` is asked for. */
@@ -185,7 +188,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     if (options.database === 'postgres' && !options.sharedDatabaseUrl) postgresDatabase = await createPostgresDatabase()
     const databaseUrl = options.sharedDatabaseUrl ?? postgresDatabase?.url ?? null
     const env = gatewayEnv(options, dataDir.path, databaseUrl)
-    child = Bun.spawn(['bun', 'server/main.ts'], { cwd: repoDir, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+    child = Bun.spawn(options.viaStartScript ? ['bun', 'run', 'start'] : ['bun', 'server/main.ts'], { cwd: repoDir, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
     running.add(child)
     const log = new OutputLog([child.stdout, child.stderr])
     const [, baseUrl] = await log.waitFor(listeningLine, child, options.startTimeoutMs ?? 30_000)
