@@ -94,7 +94,13 @@ await followRetirements(catalog, database.governance.operator, changes)
 await followDeployments(catalog, database.governance.deployments, changes)
 const catalogReload = followCatalogFile(catalog, catalogPath, changes)
 process.on('SIGHUP', () => void catalogReload.reload())
-const router = new Router()
+// Bun's fetch sends at most BUN_CONFIG_MAX_HTTP_REQUESTS requests at once, 256 unless set when the
+// process starts (a change made from here is not read), and holds the rest without a word: a stream
+// past that many would wait, its deadlines running, for another to end. The router answers 503
+// engine_unavailable past it instead; `bun start` sets 8192.
+const fetchLimitSetting = Number(Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS)
+const fetchLimit = Number.isInteger(fetchLimitSetting) && fetchLimitSetting >= 1 ? Math.min(fetchLimitSetting, 65_535) : 256
+const router = new Router({ maxUpstreamInFlight: fetchLimit })
 const probes = new HealthProbes(catalog, router, { check: probeDeployment })
 probes.start()
 const reconciler =
@@ -160,11 +166,8 @@ const control = embedded
     })
   : null
 
-// Bun's fetch sends at most BUN_CONFIG_MAX_HTTP_REQUESTS requests at once, 256 unless set when the
-// process starts (a change made from here is not read), and queues the rest: a stream past that
-// many would wait, its deadlines running, for another to end. `bun start` sets 8192.
 if (!Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
-  console.warn('nilegate sends at most 256 upstream requests at once (Bun\'s default for fetch); more wait for one to end. Start it with `bun start`, or set BUN_CONFIG_MAX_HTTP_REQUESTS (up to 65535).')
+  console.warn('nilegate sends at most 256 upstream requests at once (Bun\'s default for fetch) and answers 503 engine_unavailable past that. Start it with `bun start`, or set BUN_CONFIG_MAX_HTTP_REQUESTS (up to 65535).')
 }
 console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, ${redis ? 'admission on Redis' : 'admission in process'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
 const demo = await database.seedDemoIfEmpty()

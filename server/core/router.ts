@@ -10,6 +10,12 @@ export type CircuitState = 'closed' | 'open' | 'half_open'
 export interface RouterOptions {
   now?: () => number
   random?: () => number
+  /**
+   * The most calls this process may have in flight to upstreams at once (every deployment but the
+   * simulator's, across models). Bun's fetch sends only so many at once and holds the rest without
+   * a word; past this many the router answers as if every deployment were full instead.
+   */
+  maxUpstreamInFlight?: number
 }
 
 interface DeploymentState {
@@ -44,14 +50,22 @@ export function isUpstreamFailure(error: unknown): boolean {
  * memory, by deployment id, so it outlives a catalog reload for every deployment that keeps its id
  * (and calls still running on a replaced deployment object count against the same state).
  */
+/** Whether calls to the deployment go over the network (the simulator answers in process). */
+function callsUpstream(deployment: Deployment): boolean {
+  return deployment.provider !== 'simulator'
+}
+
 export class Router {
   private readonly states = new Map<string, DeploymentState>()
   private readonly now: () => number
   private readonly random: () => number
+  private readonly maxUpstreamInFlight: number
+  private upstreamInFlight = 0
 
   constructor(options: RouterOptions = {}) {
     this.now = options.now ?? Date.now
     this.random = options.random ?? Math.random
+    this.maxUpstreamInFlight = options.maxUpstreamInFlight ?? Number.POSITIVE_INFINITY
   }
 
   /**
@@ -59,7 +73,8 @@ export class Router {
    * that have room under their `maxConcurrent` (and, for an organization that requires data
    * residency, in its region), the one with the fewest requests in flight for its weight, ties
    * broken at random in proportion to weight. 503 `no_healthy_backends` when no deployment is
-   * healthy; 503 `engine_unavailable` (retry in a second) when the healthy ones are all full.
+   * healthy; 503 `engine_unavailable` (retry in a second) when the healthy ones are all full, this
+   * process's calls to upstreams at `maxUpstreamInFlight` counting as full for all but the simulator.
    */
   pick(model: CatalogModel, exclude: ReadonlySet<string> = new Set(), requiredRegion: string | null = null): Deployment {
     const nowMs = this.now()
@@ -71,7 +86,8 @@ export class Router {
       if (exclude.has(deployment.id) || deployment.weight <= 0) continue
       const state = this.stateOf(deployment)
       if (!this.isAvailable(state, deployment, nowMs)) continue
-      if (deployment.maxConcurrent !== null && state.inFlight >= deployment.maxConcurrent) {
+      const atCapacity = deployment.maxConcurrent !== null && state.inFlight >= deployment.maxConcurrent
+      if (atCapacity || (callsUpstream(deployment) && this.upstreamInFlight >= this.maxUpstreamInFlight)) {
         full++
         continue
       }
@@ -93,12 +109,14 @@ export class Router {
   acquire(deployment: Deployment): void {
     const state = this.stateOf(deployment)
     state.inFlight++
+    if (callsUpstream(deployment)) this.upstreamInFlight++
     if (state.openedAtMs !== null) state.probing = true
   }
 
   /** Ends a call started by `acquire` and feeds its outcome to the circuit. */
   release(deployment: Deployment, outcome: CallOutcome): void {
     const state = this.stateOf(deployment)
+    if (state.inFlight > 0 && callsUpstream(deployment)) this.upstreamInFlight--
     state.inFlight = Math.max(0, state.inFlight - 1)
     const wasTrial = state.probing && state.openedAtMs !== null
     if (outcome === 'success') {

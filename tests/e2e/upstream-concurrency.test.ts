@@ -1,29 +1,35 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { catalogFileModel } from '../support/catalog-file-model'
 import { createTempDir } from '../support/databases'
-import { ControlledStream, doneFrame, sseFrame, startFakeUpstream, upstreamChunk, upstreamUsageChunk, type FakeUpstream } from '../support/fake-upstream'
-import { useGateway } from '../support/gateway-process'
+import { ControlledStream, doneFrame, sseFrame, startFakeUpstream, upstreamChunk, upstreamUsageChunk } from '../support/fake-upstream'
+import { startGateway, type GatewayOptions, type RunningGateway } from '../support/gateway-process'
 import { demoCatalogPath } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
-import { rawExchange } from './raw-http'
+import { rawExchange, type RawResponse } from './raw-http'
 
-// Past the 256 requests Bun's fetch sends at once unless BUN_CONFIG_MAX_HTTP_REQUESTS is set when
-// the process starts: streams past that many would wait inside the gateway for one to end.
-const requestCount = 300
+// Bun's fetch sends at most BUN_CONFIG_MAX_HTTP_REQUESTS requests at once, 256 unless it is set
+// when the process starts, and holds the rest without a word.
+const heldModel = 'e2e/held-upstream'
 // Within each key's edge allowance (100 a second, 400 at once).
 const keyCount = 4
-const heldModel = 'e2e/held-upstream'
 
-let upstream: FakeUpstream
-let catalogDir: ReturnType<typeof createTempDir>
-let releaseAll: () => void = () => {}
-const released = new Promise<void>((resolve) => (releaseAll = resolve))
-let open = 0
+const temp = createTempDir('e2e-upstream-concurrency')
+const cleanUps: Array<() => unknown> = []
+afterAll(async () => {
+  for (const cleanUp of cleanUps.reverse()) await cleanUp()
+  temp.remove()
+})
 
-beforeAll(async () => {
-  // Opens every stream at once and sends its tokens when the test lets them all go.
-  upstream = startFakeUpstream((request) => {
+/**
+ * A fake upstream that opens every stream at once and sends its tokens when the test lets them all
+ * go, and a gateway (started with `options`) whose catalog has a model on it.
+ */
+async function gatewayOnHeldUpstream(name: string, options: Omit<GatewayOptions, 'catalogPath'>) {
+  let releaseAll: () => void = () => {}
+  const released = new Promise<void>((resolve) => (releaseAll = resolve))
+  let open = 0
+  const upstream = startFakeUpstream((request) => {
     if (request.method === 'GET') return Response.json({ object: 'list', data: [] })
     open++
     const stream = new ControlledStream()
@@ -33,7 +39,7 @@ beforeAll(async () => {
     })
     return stream.response()
   })
-  catalogDir = createTempDir('e2e-catalog')
+  cleanUps.push(() => upstream.stop(), releaseAll)
   const demo = (await Bun.file(demoCatalogPath).json()) as { models: unknown[] }
   const model = catalogFileModel({
     id: heldModel,
@@ -41,30 +47,26 @@ beforeAll(async () => {
     published: '2025-01-01',
     deployments: [{ provider: 'openai-compatible', base_url: upstream.baseUrl, upstream_model: 'held-upstream' }],
   })
-  await Bun.write(join(catalogDir.path, 'catalog.json'), JSON.stringify({ models: [...demo.models, model] }))
-})
+  const catalogPath = join(temp.path, `${name}.json`)
+  await Bun.write(catalogPath, JSON.stringify({ models: [...demo.models, model] }))
+  const gateway = await startGateway({ ...options, catalogPath })
+  cleanUps.push(() => gateway.stop())
+  const keys = await Promise.all(Array.from({ length: keyCount }, () => gateway.createApiKey()))
+  return { gateway, keys, opened: () => open, releaseAll }
+}
 
-const gateway = useGateway(() => ({ database: 'pglite', catalogPath: join(catalogDir.path, 'catalog.json'), viaStartScript: true }))
-
-afterAll(() => {
-  releaseAll()
-  upstream?.stop()
-  catalogDir?.remove()
-})
-
-test(`started as README says, the gateway has ${requestCount} streams open to the upstream at once, and relays them all`, async () => {
-  const keys = await Promise.all(Array.from({ length: keyCount }, () => gateway.current.createApiKey()))
+/** Streamed chat requests on raw sockets: the test's own fetch would send at most 256 at once. */
+function openStreams(gateway: RunningGateway, keys: string[], count: number): Array<Promise<RawResponse>> {
   const body = JSON.stringify({ model: heldModel, messages: [{ role: 'user', content: 'Hold on' }], stream: true })
-  const { hostname, port } = gateway.current
-  // Raw sockets: the test's own fetch would send at most 256 at once.
-  const answers = Array.from({ length: requestCount }, (_, index) =>
+  const { hostname, port } = gateway
+  return Array.from({ length: count }, (_, index) =>
     rawExchange({
       hostname,
       port,
       head: [
         'POST /v1/chat/completions HTTP/1.1',
         `Host: ${hostname}:${port}`,
-        `Authorization: Bearer ${keys[index % keyCount]}`,
+        `Authorization: Bearer ${keys[index % keys.length]}`,
         'Content-Type: application/json',
         `Content-Length: ${Buffer.byteLength(body)}`,
       ].join('\r\n'),
@@ -72,14 +74,39 @@ test(`started as README says, the gateway has ${requestCount} streams open to th
       timeoutMs: 30_000,
     }),
   )
+}
 
-  await waitFor(() => open === requestCount, { timeoutMs: 20_000, what: `${requestCount} streams open at the upstream at once` }).catch((error: Error) => {
-    throw new Error(`${error.message}: ${open} opened`)
+const relayed = (stream: RawResponse) => stream.status === 200 && stream.body.includes('"go"') && stream.body.endsWith('data: [DONE]\n\n')
+const summary = (stream: RawResponse) => `${stream.status} ${stream.body.slice(0, 200)}`
+
+test('started as README says, the gateway has 300 streams open to the upstream at once, and relays them all', async () => {
+  const { gateway, keys, opened, releaseAll } = await gatewayOnHeldUpstream('start-script', { database: 'pglite', viaStartScript: true })
+
+  const answers = openStreams(gateway, keys, 300)
+  await waitFor(() => opened() === 300, { timeoutMs: 20_000, what: '300 streams open at the upstream at once' }).catch((error: Error) => {
+    throw new Error(`${error.message}: ${opened()} opened`)
   })
   releaseAll()
   const streams = await Promise.all(answers)
 
-  const relayed = (stream: (typeof streams)[number]) => stream.status === 200 && stream.body.includes('"go"') && stream.body.endsWith('data: [DONE]\n\n')
-  expect(streams.filter((stream) => !relayed(stream)).map((stream) => `${stream.status} ${stream.body.slice(0, 200)}`)).toEqual([])
-  expect(gateway.current.output()).not.toContain('at most 256 upstream requests')
+  expect(streams.filter((stream) => !relayed(stream)).map(summary)).toEqual([])
+  expect(gateway.output()).not.toContain('at most 256 upstream requests')
+}, 60_000)
+
+test("past the streams fetch may send at once, the gateway answers 503 engine_unavailable at once rather than hold them", async () => {
+  const { gateway, keys, opened, releaseAll } = await gatewayOnHeldUpstream('limit-20', { database: 'pglite', env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '20' } })
+
+  const answers = openStreams(gateway, keys, 30)
+  const answered: RawResponse[] = []
+  for (const answer of answers) void answer.then((stream) => answered.push(stream), () => {})
+  // The ten past the limit are answered while the twenty are still open.
+  await waitFor(() => opened() === 20 && answered.length === 10, { timeoutMs: 20_000, what: 'twenty streams open and ten answered' }).catch((error: Error) => {
+    throw new Error(`${error.message}: ${opened()} opened, ${answered.length} answered: ${answered.map(summary).join(' / ')}`)
+  })
+  const refused = [...answered]
+  releaseAll()
+  const streams = await Promise.all(answers)
+
+  expect(refused.map((stream) => [stream.status, JSON.parse(stream.body).error.code, stream.headers.get('retry-after')])).toEqual(Array.from({ length: 10 }, () => [503, 'engine_unavailable', '1']))
+  expect(streams.filter(relayed)).toHaveLength(20)
 }, 60_000)

@@ -257,6 +257,29 @@ describe('Router and max_concurrent', () => {
   })
 })
 
+describe('Router and maxUpstreamInFlight', () => {
+  test("past the process's calls to upstreams, every deployment but the simulator's counts as full, across models, until one ends", () => {
+    const a = deployment('a', 1, { provider: 'openai-compatible', baseUrl: 'http://a.test/v1' })
+    const b = deployment('b', 1, { provider: 'openai-compatible', baseUrl: 'http://b.test/v1' })
+    const simulated = deployment('simulated')
+    const router = new Router({ maxUpstreamInFlight: 2 })
+    router.acquire(router.pick(model([a])))
+    router.acquire(router.pick(model([b])))
+    router.acquire(router.pick(model([simulated])))
+
+    const error = caught(() => router.pick(model([a, b]))) as GatewayError
+    const stillSimulated = router.pick(model([simulated]))
+    router.release(b, 'success')
+    router.release(simulated, 'success')
+
+    expect({ code: error.code, status: error.status, retryAfterS: error.retryAfterS }).toEqual({ code: 'engine_unavailable', status: 503, retryAfterS: 1 })
+    expect(stillSimulated).toBe(simulated)
+    expect(router.pick(model([a, b]))).toBe(b)
+    router.acquire(b)
+    expect((caught(() => router.pick(model([a]))) as GatewayError).code).toBe('engine_unavailable')
+  })
+})
+
 describe('Router health by deployment id', () => {
   test("each deployment's circuit follows its own settings", () => {
     const time = clock()
