@@ -44,17 +44,17 @@ export function isUpstreamFailure(error: unknown): boolean {
   return error instanceof Error && error.name === 'TimeoutError'
 }
 
+/** Whether calls to the deployment go over the network (the simulator answers in process). */
+function callsUpstream(deployment: Deployment): boolean {
+  return deployment.provider !== 'simulator'
+}
+
 /**
  * Chooses a deployment for each call and keeps each deployment's health: requests in flight and a
  * circuit breaker fed by passive failures and active health probes. One per process; state lives in
  * memory, by deployment id, so it outlives a catalog reload for every deployment that keeps its id
  * (and calls still running on a replaced deployment object count against the same state).
  */
-/** Whether calls to the deployment go over the network (the simulator answers in process). */
-function callsUpstream(deployment: Deployment): boolean {
-  return deployment.provider !== 'simulator'
-}
-
 export class Router {
   private readonly states = new Map<string, DeploymentState>()
   private readonly now: () => number
