@@ -157,6 +157,8 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
     ...inherited,
     ...(launch.databaseUrl ? { DATABASE_URL: launch.databaseUrl } : {}),
     ...(launch.redisUrl ? { REDIS_URL: launch.redisUrl } : {}),
+    // As `bun start` has it: started without, the gateway answers 503 past 256 requests in flight upstream.
+    BUN_CONFIG_MAX_HTTP_REQUESTS: Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS ?? '8192',
     HOST: '127.0.0.1',
     PORT: String(port),
     DATA_DIR: join(launch.workDir, 'data'),
