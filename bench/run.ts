@@ -185,15 +185,17 @@ export async function measureScenario(
   const serversBefore = await Promise.all(servers.map(([, serverPids]) => totalCpuSeconds(serverPids)))
   outcome.result = await runLoadTool(tool, { ...run, durationS: options.durationS, logPath: join(workDir, `load-${scenario.id}-${Date.now()}.log`) }, processes)
   const wallS = (performance.now() - startedAt) / 1000
-  const share = async (pid: number | null, before: number | null, mainThread = false) => {
-    const after = pid ? await cpuSeconds(pid, { mainThread }) : null
-    return after === null || before === null ? null : ((after - before) / wallS) * 100
+  const cpuAfter = {
+    gateway: pids.gateway ? await cpuSeconds(pids.gateway) : null,
+    gatewayMain: pids.gateway ? await cpuSeconds(pids.gateway, { mainThread: true }) : null,
+    upstream: await cpuSeconds(pids.upstream),
   }
-  outcome.cpuPercent = {
-    gateway: await share(pids.gateway, cpuBefore.gateway),
-    gatewayMain: await share(pids.gateway, cpuBefore.gatewayMain, true),
-    upstream: await share(pids.upstream, cpuBefore.upstream),
+  const used = (name: keyof typeof cpuBefore) => (cpuAfter[name] === null || cpuBefore[name] === null ? null : cpuAfter[name]! - cpuBefore[name]!)
+  const share = (name: keyof typeof cpuBefore) => {
+    const seconds = used(name)
+    return seconds === null ? null : (seconds / wallS) * 100
   }
+  outcome.cpuPercent = { gateway: share('gateway'), gatewayMain: share('gatewayMain'), upstream: share('upstream') }
   const threadsAfter = pids.gateway ? await threadCpuSeconds(pids.gateway) : null
   if (threadsBefore && threadsAfter && outcome.result.requests > 0) {
     const perRequest = (group: ThreadGroup) => (Math.max(0, threadsAfter[group] - threadsBefore[group]) * 1e6) / outcome.result!.requests
@@ -204,12 +206,12 @@ export async function measureScenario(
     outcome.serverUsPerRequest = Object.fromEntries(servers.map(([name], index) => [name, (Math.max(0, serversAfter[index]! - serversBefore[index]!) * 1e6) / outcome.result!.requests]))
   }
   const { requests } = outcome.result
-  const upstreamAfter = await cpuSeconds(pids.upstream)
   const machineAfter = await machineCpuSeconds()
   if (machineBefore && machineAfter && requests > 0) {
     const perRequest = (seconds: number) => (seconds * 1e6) / requests
+    const upstreamSeconds = used('upstream')
     outcome.machineUsPerRequest = {
-      upstream: cpuBefore.upstream === null || upstreamAfter === null ? null : perRequest(upstreamAfter - cpuBefore.upstream),
+      upstream: upstreamSeconds === null ? null : perRequest(upstreamSeconds),
       loadTool: outcome.result.tool_cpu_us === undefined ? null : outcome.result.tool_cpu_us / requests,
       idle: perRequest(machineAfter.idle - machineBefore.idle),
       total: perRequest(machineAfter.total - machineBefore.total),
@@ -281,20 +283,19 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   const scenarios: Scenario[] = [
     { id: 'a', label: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null },
   ]
-  if (gateway) {
-    const common = { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
-    scenarios.push({ id: 'b', label: gatewayScenarios.b, bodyFile: files.viaUpstream, ...common })
-    scenarios.push({ id: 'c', label: gatewayScenarios.c, bodyFile: files.viaSimulator, ...common })
+  const viaGateway = gateway && { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
+  if (viaGateway) {
+    scenarios.push({ id: 'b', label: gatewayScenarios.b, bodyFile: files.viaUpstream, ...viaGateway })
+    scenarios.push({ id: 'c', label: gatewayScenarios.c, bodyFile: files.viaSimulator, ...viaGateway })
   }
   // Its CPU shows in the gateway column.
   scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid })
   scenarios.push({ id: 'e', label: 'bare Bun proxy, upstream over sockets of its own thread (no fetch)', url: `${socketProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: socketProxy.pid })
   // Streams, as most chat is served: 19 events each (the role, 16 tokens, the finish, the usage).
   scenarios.push({ id: 'f', label: 'streamed, direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.streamedDirect, keysFile: null, firstKey: null })
-  if (gateway) {
-    const common = { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
-    scenarios.push({ id: 'g', label: gatewayScenarios.g, bodyFile: files.streamedViaUpstream, ...common })
-    scenarios.push({ id: 'h', label: gatewayScenarios.h, bodyFile: files.streamedViaSimulator, ...common })
+  if (viaGateway) {
+    scenarios.push({ id: 'g', label: gatewayScenarios.g, bodyFile: files.streamedViaUpstream, ...viaGateway })
+    scenarios.push({ id: 'h', label: gatewayScenarios.h, bodyFile: files.streamedViaSimulator, ...viaGateway })
   }
 
   const outcomes: ScenarioOutcome[] = []

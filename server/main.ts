@@ -99,7 +99,8 @@ process.on('SIGHUP', () => void catalogReload.reload())
 // past that many would wait, its deadlines running, for another to end. The router answers 503
 // engine_unavailable past it instead; `bun start` sets 8192.
 const fetchLimitSetting = Number(Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS)
-const fetchLimit = Number.isInteger(fetchLimitSetting) && fetchLimitSetting >= 1 ? Math.min(fetchLimitSetting, 65_535) : 256
+const fetchLimitSet = Number.isInteger(fetchLimitSetting) && fetchLimitSetting >= 1
+const fetchLimit = fetchLimitSet ? Math.min(fetchLimitSetting, 65_535) : 256
 const router = new Router({ maxUpstreamInFlight: fetchLimit })
 const probes = new HealthProbes(catalog, router, { check: probeDeployment })
 probes.start()
@@ -166,7 +167,7 @@ const control = embedded
     })
   : null
 
-if (!Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
+if (!fetchLimitSet) {
   console.warn('nilegate sends at most 256 upstream requests at once (Bun\'s default for fetch) and answers 503 engine_unavailable past that. Start it with `bun start`, or set BUN_CONFIG_MAX_HTTP_REQUESTS (up to 65535).')
 }
 console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, ${redis ? 'admission on Redis' : 'admission in process'}, catalog ${catalogPath}, ${catalog.models.length} models)`)

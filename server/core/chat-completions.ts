@@ -72,8 +72,11 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
     let usage: Usage | null = null
     try {
       for (let result = first; !result.done; result = await upstream.next()) {
-        const chunks: ChatCompletionChunk[] = []
-        for (const chunk of upstream.ready ? [result.value, ...upstream.ready()] : [result.value]) {
+        // This chunk and those that arrived with it (`ready()`), relayed together.
+        const chunks = upstream.ready?.() ?? []
+        chunks.unshift(result.value)
+        let kept = 0
+        for (const chunk of chunks) {
           if (chunk.choices.length === 0) {
             if (chunk.usage) reported = chunk.usage
             continue
@@ -85,9 +88,10 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
           }
           chunk.model = call.model.id
           if (!includeUsage) delete chunk.usage
-          chunks.push(chunk)
+          chunks[kept++] = chunk
         }
-        if (chunks.length === 0) continue
+        chunks.length = kept
+        if (kept === 0) continue
         lastChunk = chunks.at(-1)!
         yield { chunks }
       }

@@ -40,7 +40,8 @@ export interface Provider {
 export interface ChatChunkIterator extends AsyncIterator<ChatCompletionChunk> {
   /**
    * The chunks that have arrived after the last one handed out, handed out now (none when none
-   * have): those that came together are relayed together.
+   * have), in an array the caller may keep and change: those that came together are relayed
+   * together.
    */
   ready?(): ChatCompletionChunk[]
 }
