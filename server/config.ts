@@ -82,6 +82,32 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
 }
 
+/** How the upstream requests fetch may send at once are shared out (`upstreamFetchBudget`). */
+export interface UpstreamFetchBudget {
+  /** Whether BUN_CONFIG_MAX_HTTP_REQUESTS was set to a usable value (else Bun's 256 applies). */
+  set: boolean
+  /** Calls to upstreams (chat, embeddings) the router lets run at once. */
+  calls: number
+  /** Health probes run at once, on places calls never take. */
+  probes: number
+}
+
+/**
+ * Shares out the requests Bun's fetch sends at once (BUN_CONFIG_MAX_HTTP_REQUESTS, read when the
+ * process starts; 256 unless set, at most 65535). Past that many, fetch holds requests unsent while
+ * their deadlines run: a call held there would time out against a healthy deployment, and so would a
+ * probe held behind calls, taking the deployment out. So calls stop one short of a reserve that
+ * only probes use: a sixteenth of the limit, between 1 and 16.
+ */
+export function upstreamFetchBudget(setting: string | undefined): UpstreamFetchBudget {
+  const value = Number(setting)
+  const set = setting !== undefined && setting.trim() !== '' && Number.isInteger(value) && value >= 1
+  const limit = set ? Math.min(value, 65_535) : 256
+  // With a limit of 1 there is nothing to share: calls and probes both get it.
+  const probes = limit < 2 ? 1 : Math.min(16, Math.max(1, Math.floor(limit / 16)))
+  return { set, calls: Math.max(1, limit - probes), probes }
+}
+
 /** HOST values that name this machine whatever its interfaces. */
 const alwaysLocal = new Set(['0.0.0.0', '::', 'localhost', '127.0.0.1', '::1'])
 

@@ -27,7 +27,7 @@ import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
 import { demoCatalogPath, followCatalogFile, readCatalogFile } from './catalog-file'
-import { listenFailure, loadConfig } from './config'
+import { listenFailure, loadConfig, upstreamFetchBudget } from './config'
 import { startControlSocket } from './control-socket'
 import { acquireDataDirLock, DataDirLockedError } from './data-dir-lock'
 import { buildApp } from './http/app'
@@ -97,12 +97,10 @@ process.on('SIGHUP', () => void catalogReload.reload())
 // Bun's fetch sends at most BUN_CONFIG_MAX_HTTP_REQUESTS requests at once, 256 unless set when the
 // process starts (a change made from here is not read), and holds the rest without a word: a stream
 // past that many would wait, its deadlines running, for another to end. The router answers 503
-// engine_unavailable past it instead; `bun start` sets 8192.
-const fetchLimitSetting = Number(Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS)
-const fetchLimitSet = Number.isInteger(fetchLimitSetting) && fetchLimitSetting >= 1
-const fetchLimit = fetchLimitSet ? Math.min(fetchLimitSetting, 65_535) : 256
-const router = new Router({ maxUpstreamInFlight: fetchLimit })
-const probes = new HealthProbes(catalog, router, { check: probeDeployment })
+// engine_unavailable past its share instead, and probes keep places of their own; `bun start` sets 8192.
+const fetchBudget = upstreamFetchBudget(Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS)
+const router = new Router({ maxUpstreamInFlight: fetchBudget.calls })
+const probes = new HealthProbes(catalog, router, { check: probeDeployment, concurrency: fetchBudget.probes })
 probes.start()
 const reconciler =
   config.reconcileIntervalS > 0
@@ -167,8 +165,8 @@ const control = embedded
     })
   : null
 
-if (!fetchLimitSet) {
-  console.warn('nilegate sends at most 256 upstream requests at once (Bun\'s default for fetch) and answers 503 engine_unavailable past that. Start it with `bun start`, or set BUN_CONFIG_MAX_HTTP_REQUESTS (up to 65535).')
+if (!fetchBudget.set) {
+  console.warn(`nilegate sends at most 256 upstream requests at once (Bun's default for fetch) and answers 503 engine_unavailable past ${fetchBudget.calls} calls. Start it with \`bun start\`, or set BUN_CONFIG_MAX_HTTP_REQUESTS (up to 65535).`)
 }
 console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, ${redis ? 'admission on Redis' : 'admission in process'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
 const demo = await database.seedDemoIfEmpty()

@@ -9,6 +9,11 @@ export interface HealthProbeOptions {
   /** Where circuit changes are reported. */
   log?: (message: string) => void
   random?: () => number
+  /**
+   * The most probes in flight at once (default: every deployment at once). The gateway keeps this
+   * many of fetch's places for probes, so that a probe never waits behind calls.
+   */
+  concurrency?: number
 }
 
 /** Rounds start between 80% and 120% of the interval apart, so that gateways do not probe in step. */
@@ -37,11 +42,18 @@ export class HealthProbes {
     this.random = options.random ?? Math.random
   }
 
-  /** Probes every deployment once and applies the verdicts; resolves when all have answered. */
+  /**
+   * Probes every deployment once, at most `concurrency` at a time, and applies the verdicts;
+   * resolves when all have answered.
+   */
   async runOnce(): Promise<void> {
     const byId = new Map<string, Deployment>()
     for (const deployment of this.catalog.liveDeployments) if (deployment.provider !== 'simulator') byId.set(deployment.id, deployment)
-    await Promise.all(Array.from(byId.values(), (deployment) => this.probe(deployment)))
+    const waiting = byId.values()
+    const prober = async () => {
+      for (const deployment of waiting) await this.probe(deployment)
+    }
+    await Promise.all(Array.from({ length: Math.min(byId.size, Math.max(1, this.options.concurrency ?? byId.size)) }, prober))
   }
 
   /** Starts the rounds; each starts an interval (jittered) after the previous one ended. */

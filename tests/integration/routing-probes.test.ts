@@ -21,10 +21,10 @@ function switchableUpstream() {
 }
 
 /** Health probes over the routed model's deployments, with the real check unless told otherwise. */
-function probesFor(model: CatalogModel, router: Router, options: { check?: DeploymentCheck; probeIntervalMs?: number } = {}) {
+function probesFor(model: CatalogModel, router: Router, options: { check?: DeploymentCheck; probeIntervalMs?: number; concurrency?: number } = {}) {
   const log: string[] = []
   const catalog = new Catalog([model], { ...defaultRoutingSettings, probeIntervalMs: options.probeIntervalMs ?? 10_000 })
-  const probes = new HealthProbes(catalog, router, { check: options.check ?? probeDeployment, log: (message) => log.push(message) })
+  const probes = new HealthProbes(catalog, router, { check: options.check ?? probeDeployment, log: (message) => log.push(message), concurrency: options.concurrency })
   return { probes, log }
 }
 
@@ -116,6 +116,30 @@ describe('active health probes', () => {
     await probes.runOnce()
 
     expect(probed.sort()).toEqual(['upstream#0', 'upstream#1'])
+  })
+
+  test('has at most `concurrency` probes in flight, and probes every deployment in the round', async () => {
+    const upstream = upstreams.healthy()
+    const routed = routedModel([{ upstream }])
+    const model = { ...routed, deployments: Array.from({ length: 7 }, (_, index) => ({ ...routed.deployments[0]!, id: `d${index}` })) }
+    let inFlight = 0
+    let most = 0
+    const probed: string[] = []
+    const check = async (deployment: Deployment) => {
+      most = Math.max(most, ++inFlight)
+      await Bun.sleep(5)
+      probed.push(deployment.id)
+      inFlight--
+    }
+
+    await probesFor(model, new Router(), { check, concurrency: 3 }).probes.runOnce()
+    const bounded = { most, probed: probed.sort() }
+    most = 0
+    probed.length = 0
+    await probesFor(model, new Router(), { check }).probes.runOnce()
+
+    expect(bounded).toEqual({ most: 3, probed: ['d0', 'd1', 'd2', 'd3', 'd4', 'd5', 'd6'] })
+    expect(most).toBe(7)
   })
 
   test('runs rounds on its own once started; stop waits for the round in progress', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { loadConfig } from '../../server/config'
+import { loadConfig, upstreamFetchBudget } from '../../server/config'
 
 describe('loadConfig', () => {
   test('reads integers from the environment as numbers, so arithmetic on them adds', () => {
@@ -14,5 +14,21 @@ describe('loadConfig', () => {
 
   test('refuses a value that is not a number', () => {
     expect(() => loadConfig({ RESERVATION_MARGIN_MS: 'a minute' })).toThrow('RESERVATION_MARGIN_MS')
+  })
+})
+
+describe('upstreamFetchBudget', () => {
+  test("shares fetch's limit between calls and a reserve for health probes (a sixteenth, 1 to 16)", () => {
+    expect(upstreamFetchBudget('8192')).toEqual({ set: true, calls: 8176, probes: 16 })
+    expect(upstreamFetchBudget('100')).toEqual({ set: true, calls: 94, probes: 6 })
+    expect(upstreamFetchBudget('20')).toEqual({ set: true, calls: 19, probes: 1 })
+    expect(upstreamFetchBudget('2')).toEqual({ set: true, calls: 1, probes: 1 })
+    // Nothing to share: calls and probes both get the one place.
+    expect(upstreamFetchBudget('1')).toEqual({ set: true, calls: 1, probes: 1 })
+  })
+
+  test("takes Bun's 256 when the variable is unset or unusable, and Bun's most, 65535, above it", () => {
+    for (const setting of [undefined, '', ' ', '0', '-5', '2.5', 'abc']) expect(upstreamFetchBudget(setting)).toEqual({ set: false, calls: 240, probes: 16 })
+    expect(upstreamFetchBudget('100000')).toEqual({ set: true, calls: 65_519, probes: 16 })
   })
 })
