@@ -96,8 +96,8 @@ export interface UpstreamFetchBudget {
  * Shares out the requests Bun's fetch sends at once (BUN_CONFIG_MAX_HTTP_REQUESTS, read when the
  * process starts; 256 unless set, at most 65535). Past that many, fetch holds requests unsent while
  * their deadlines run: a call held there would time out against a healthy deployment, and so would a
- * probe held behind calls, taking the deployment out. So calls stop one short of a reserve that
- * only probes use: a sixteenth of the limit, between 1 and 16.
+ * probe held behind calls, taking the deployment out. So calls stop short of a reserve that only
+ * probes use: a sixteenth of the limit, between 1 and 16.
  */
 export function upstreamFetchBudget(setting: string | undefined): UpstreamFetchBudget {
   const value = Number(setting)

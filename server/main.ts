@@ -97,7 +97,8 @@ process.on('SIGHUP', () => void catalogReload.reload())
 // Bun's fetch sends at most BUN_CONFIG_MAX_HTTP_REQUESTS requests at once, 256 unless set when the
 // process starts (a change made from here is not read), and holds the rest without a word: a stream
 // past that many would wait, its deadlines running, for another to end. The router answers 503
-// engine_unavailable past its share instead, and probes keep places of their own; `bun start` sets 8192.
+// engine_unavailable past the calls' share instead, and probes keep places of their own; `bun start`
+// sets 8192.
 const fetchBudget = upstreamFetchBudget(Bun.env.BUN_CONFIG_MAX_HTTP_REQUESTS)
 const router = new Router({ maxUpstreamInFlight: fetchBudget.calls })
 const probes = new HealthProbes(catalog, router, { check: probeDeployment, concurrency: fetchBudget.probes })
