@@ -135,6 +135,30 @@ describe('POST /v1/chat/completions', () => {
     expect(provider.calls).toHaveLength(0)
   })
 
+  // A message or content part that fits no shape is reported where it goes wrong, not as the union
+  // it is one of ("Invalid messages[0]: Expected union value.").
+  test.each([
+    [{ messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id', 'this field is required'],
+    [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content[0].image_url.url', 'this field is required'],
+    [{ messages: [{ role: 'user', content: [{ type: 'video', video: {} }] }] }, 'messages[0].content[0].type', 'must be one of "text", "image_url", "input_audio", "file"'],
+    [{ messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, 'messages[0].content[0].type', "Expected 'text'"],
+    [{ messages: [{ role: 'user', content: 5 }] }, 'messages[0].content', 'expected string or array'],
+    [{ messages: ['hi'] }, 'messages[0]', 'expected object'],
+    [{ messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function' }] }] }, 'messages[0].tool_calls[0].function', 'this field is required'],
+    [{ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'ogg' } }] }] }, 'messages[0].content[0].input_audio.format', "expected 'wav' or 'mp3'"],
+    [{ tool_choice: { type: 'function' } }, 'tool_choice.function', 'this field is required'],
+    // A union with a message of its own keeps it.
+    [{ stop: 5 }, 'stop', 'stop must be a string or an array of 1 to 4 strings'],
+  ])('%j is refused at %s', async (overrides, param, problem) => {
+    const { send, provider } = await testApp()
+
+    const response = await send('POST', '/v1/chat/completions', JSON.stringify({ ...chatRequest(), ...overrides }))
+
+    expect(response.status).toBe(400)
+    expect((await response.json()).error).toEqual({ type: 'invalid_request_error', code: 'invalid_request', param, message: `Invalid ${param}: ${problem}.` })
+    expect(provider.calls).toHaveLength(0)
+  })
+
   test('accepts every role, content parts, tool calls and the OpenAI fields clients send', async () => {
     const { api, provider } = await testApp()
 

@@ -8,14 +8,81 @@ export function toParam(path: string): string | null {
   return parts.reduce((param, part) => (/^\d+$/.test(part) ? `${param}[${part}]` : param ? `${param}.${part}` : part), '')
 }
 
+/** A schema error as TypeBox reports it; a union's carries the errors of each of its members. */
+interface SchemaError {
+  type?: number
+  path?: string
+  message?: string
+  schema?: { error?: unknown; const?: unknown }
+  errors?: Iterable<SchemaError>[]
+}
+
+// TypeBox's ValueErrorType: the value is not the literal, a required property is missing, no member
+// of a union matches.
+const literalMismatch = 32
+const missingProperty = 45
+const noUnionMember = 62
+
+/** The errors of each member of a union, read once (TypeBox hands them over as iterators). */
+function membersOf(error: SchemaError): SchemaError[][] {
+  const members = (error.errors ?? []).map((errors) => (Array.isArray(errors) ? (errors as SchemaError[]) : [...errors]))
+  error.errors = members
+  return members
+}
+
+/** The literal values an error at a discriminator (`role`, `type`) asked for: one, or those of a union of literals; none for other errors. */
+function namesAsked(error: SchemaError): unknown[] {
+  if (error.type === literalMismatch) return [error.schema?.const]
+  if (error.type !== noUnionMember) return []
+  const members = membersOf(error)
+  if (members.length === 0 || !members.every((errors) => errors.length === 1 && errors[0]!.type === literalMismatch)) return []
+  return members.map((errors) => errors[0]!.schema?.const)
+}
+
+/**
+ * The error to report for a union no member of which matched (a message of no known shape, a
+ * content part): not "Expected union value" at the union, but the first error of the member the
+ * value was meant to be (its `role` or `type` is that member's, and it fails deeper than the union
+ * itself), followed into unions within it, a wrong literal first. When the value names no member,
+ * the error says which names there are; when it is of the wrong kind for every member, which kinds
+ * there are. A union with a message of its own (`error` in its schema) keeps it.
+ */
+function innermostError(error: SchemaError): SchemaError {
+  for (let depth = 0; error.type === noUnionMember && typeof error.schema?.error !== 'string' && depth < 16; depth++) {
+    const at = error.path ?? ''
+    const asked: Array<{ error: SchemaError; names: unknown[] }> = []
+    const meant: SchemaError[][] = []
+    for (const errors of membersOf(error)) {
+      // Errors at a direct child that ask for literals: the value names another member.
+      const misnamed = errors.filter((inner) => inner.path?.startsWith(`${at}/`) && !inner.path.slice(at.length + 1).includes('/') && namesAsked(inner).length > 0)
+      for (const inner of misnamed) asked.push({ error: inner, names: namesAsked(inner) })
+      if (errors.length > 0 && misnamed.length === 0 && !errors.some((inner) => inner.path === at)) meant.push(errors)
+    }
+    if (meant.length > 0) {
+      const errors = meant.reduce((fewest, errors) => (errors.length < fewest.length ? errors : fewest))
+      // A part of the wrong type says so before saying what that type would need.
+      error = errors.find((inner) => inner.type === literalMismatch) ?? errors[0]!
+      continue
+    }
+    if (asked.length > 0) {
+      const names = [...new Set(asked.flatMap(({ names }) => names.map((name) => JSON.stringify(name))))]
+      return { path: asked[0]!.error.path, message: `must be one of ${names.join(', ')}` }
+    }
+    const kinds = [...new Set(membersOf(error).flatMap((errors) => errors.filter((inner) => inner.path === at).map((inner) => (inner.message ?? '').replace(/^Expected /, ''))))]
+    return { path: at, message: `expected ${kinds.join(' or ')}` }
+  }
+  return error
+}
+
 function fromValidation(error: ValidationError): GatewayError {
   if (error.type === 'response') return new GatewayError('internal_error')
-  const first = error.all[0] as { path?: string; message?: string; schema?: { error?: unknown } } | undefined
-  const param = toParam(first?.path ?? '')
-  const custom = typeof first?.schema?.error === 'string' ? first.schema.error : null
+  const first = error.all[0] as SchemaError | undefined
+  const reported = first && innermostError(first)
+  const param = toParam(reported?.path ?? '')
+  const custom = typeof reported?.schema?.error === 'string' ? reported.schema.error : null
   const where = param ?? 'the body'
-  const message = custom ? `Invalid ${where}: ${custom}.` : `Invalid ${where}: ${first?.message ?? 'does not match the schema'}.`
-  return new GatewayError('invalid_request', message, param)
+  const problem = custom ?? (reported?.type === missingProperty ? 'this field is required' : (reported?.message ?? 'does not match the schema'))
+  return new GatewayError('invalid_request', `Invalid ${where}: ${problem}.`, param)
 }
 
 /** Paths with the methods they answer, to tell 405 from 404. */
