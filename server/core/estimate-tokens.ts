@@ -61,15 +61,23 @@ export function estimatePromptTokens(messages: readonly ChatMessage[]): number {
   return tokens
 }
 
+// A request's estimate, kept with its body: the hold, the simulator's usage and a stream's usage
+// when the upstream reports none all ask for it, and a long conversation or large tool schemas
+// cost a pass over their text each time. Bodies are not changed once validated.
+const estimatedBodies = new WeakMap<object, number>()
+
 /**
  * Estimated prompt tokens of a chat request: its conversation, and the tool definitions and the
  * response schema, which the model reads as input too (and upstreams bill as prompt tokens),
  * estimated from their JSON text. Left out, a request with large tool schemas held far less than
- * it costs.
+ * it costs. Worked out once per body.
  */
 export function estimateChatPromptTokens(body: Pick<ChatCompletionRequest, 'messages' | 'tools' | 'response_format'>): number {
+  const known = estimatedBodies.get(body)
+  if (known !== undefined) return known
   let tokens = estimatePromptTokens(body.messages)
   if (body.tools && body.tools.length > 0) tokens += estimateTextTokens(JSON.stringify(body.tools))
   if (body.response_format?.type === 'json_schema') tokens += estimateTextTokens(JSON.stringify(body.response_format.json_schema))
+  estimatedBodies.set(body, tokens)
   return tokens
 }

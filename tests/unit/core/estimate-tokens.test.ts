@@ -47,4 +47,22 @@ describe('token estimator', () => {
     expect(estimateChatPromptTokens({ messages, response_format: { type: 'json_schema', json_schema: jsonSchema } })).toBe(base + estimateTextTokens(JSON.stringify(jsonSchema)))
     expect(estimateChatPromptTokens({ messages, response_format: { type: 'json_object' } })).toBe(base)
   })
+
+  test('goes over a request body once, however often it is asked, and over each body on its own', () => {
+    let reads = 0
+    const body = {
+      get messages() {
+        reads++
+        return [{ role: 'user' as const, content: 'a'.repeat(400) }]
+      },
+    }
+    const other = { messages: [{ role: 'user' as const, content: 'abcd' }] }
+
+    const first = estimateChatPromptTokens(body)
+    const again = estimateChatPromptTokens(body)
+    const readsForBoth = reads
+
+    expect([first, again, readsForBoth]).toEqual([estimatePromptTokens(body.messages), first, 1])
+    expect(estimateChatPromptTokens(other)).toBe(estimatePromptTokens(other.messages))
+  })
 })
