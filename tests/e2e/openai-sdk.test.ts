@@ -158,6 +158,17 @@ describe.each(['pglite', 'postgres'] satisfies GatewayDatabase[])('the official 
       expect(second.choices[0]!.message.tool_calls ?? []).toEqual([])
       expect(second.choices[0]!.message.content!.length).toBeGreaterThan(0)
     })
+
+    test('structured output: chat.completions.parse gets JSON that fits the json_schema, and json_object gets a JSON object', async () => {
+      const schema = { type: 'object', properties: { city: { type: 'string' }, population: { type: 'integer' } }, required: ['city', 'population'], additionalProperties: false }
+
+      const parsed = await client.chat.completions.parse({ ...question('Name a city on the Nile.'), response_format: { type: 'json_schema', json_schema: { name: 'city', schema, strict: true } } })
+      const object = await client.chat.completions.create({ ...question('Answer in JSON.'), response_format: { type: 'json_object' } })
+
+      const city = parsed.choices[0]!.message.parsed as { city: unknown; population: unknown }
+      expect([typeof city.city, Number.isInteger(city.population)]).toEqual(['string', true])
+      expect(typeof JSON.parse(object.choices[0]!.message.content!)).toBe('object')
+    })
   })
 
   describe('embeddings', () => {

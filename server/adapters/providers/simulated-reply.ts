@@ -133,8 +133,18 @@ function cutAtStop(pieces: string[], stops: readonly string[]): { pieces: string
   return { pieces: kept, tokens }
 }
 
-function textReply(sentences: readonly Sentence[], random: () => number, cap: number, stops: readonly string[]): TextReply {
-  const pieces = naturalPieces(sentences, random)
+/**
+ * The text of an answer in JSON mode: for `json_schema`, an object that fits the schema; for
+ * `json_object`, the natural answer under one key. Null for plain text.
+ */
+function jsonAnswer(format: ChatCompletionRequest['response_format'], sentences: readonly Sentence[], random: () => number): string | null {
+  if (format?.type === 'json_schema') return toolArguments(format.json_schema.schema, random)
+  if (format?.type === 'json_object') return JSON.stringify({ answer: naturalPieces(sentences, random).join('') })
+  return null
+}
+
+/** A text answer of these pieces, cut at the token cap (finish reason `length`) or before a stop sequence. */
+function textReply(pieces: string[], cap: number, stops: readonly string[]): TextReply {
   let finishReason: TextReply['finishReason'] = 'stop'
   if (pieces.length > cap) {
     pieces.length = cap
@@ -193,11 +203,13 @@ export function planReplies(body: ChatCompletionRequest, model: CatalogModel, re
   const replies: SimulatedReply[] = []
   for (let index = 0; index < (body.n ?? 1); index++) {
     const random = seededRandom(mixHash(hashStep(hash, index)))
-    replies.push(
-      tools.length > 0
-        ? toolCallReply(tools, random, stableHash(requestId, hashStep(hashSeed, index)), cap)
-        : textReply(sentences, random, cap, stops),
-    )
+    if (tools.length > 0) {
+      replies.push(toolCallReply(tools, random, stableHash(requestId, hashStep(hashSeed, index)), cap))
+      continue
+    }
+    // JSON streams in fragments of the estimator's four characters a token, as tool arguments do.
+    const json = jsonAnswer(body.response_format, sentences, random)
+    replies.push(textReply(json === null ? naturalPieces(sentences, random) : toFragments(json), cap, stops))
   }
   return replies
 }

@@ -1,6 +1,7 @@
 /**
- * Builds the JSON arguments of a simulated tool call from the function's JSON Schema: every declared
- * property gets a plausible value of its type, enums and consts are honoured, local $refs resolved.
+ * Builds the JSON arguments of a simulated tool call from the function's JSON Schema (and the
+ * answers of the `json_schema` response format from theirs): every declared property gets a
+ * plausible value of its type, enums and consts are honoured, local $refs resolved.
  */
 
 type Schema = Record<string, unknown>
@@ -101,9 +102,12 @@ function sampleValue(input: unknown, root: Schema, random: () => number, depth: 
   }
 }
 
-/** The JSON-encoded arguments of a call to a function with these `parameters`. */
-export function toolArguments(parameters: Record<string, unknown> | undefined, random: () => number): string {
-  const root = parameters ?? { type: 'object', properties: {} }
+/**
+ * A JSON object that fits `schema` (an object schema; none gives `{}`): the arguments of a call to
+ * a function with these `parameters`, or an answer in a `json_schema` response format.
+ */
+export function toolArguments(schema: Record<string, unknown> | undefined, random: () => number): string {
+  const root = schema ?? { type: 'object', properties: {} }
   const value = sampleValue(root, root, random, 0, '')
   return JSON.stringify(isSchema(value) ? value : {})
 }

@@ -175,6 +175,54 @@ describe('SimulatorProvider.chat', () => {
   })
 })
 
+describe('SimulatorProvider.chat in JSON mode', () => {
+  const citySchema = {
+    type: 'object',
+    properties: { city: { type: 'string' }, population: { type: 'integer', minimum: 1 }, rivers: { type: 'array', items: { type: 'string' } }, coastal: { type: 'boolean' } },
+    required: ['city', 'population', 'rivers', 'coastal'],
+    additionalProperties: false,
+  }
+  const jsonSchema = { type: 'json_schema' as const, json_schema: { name: 'city', schema: citySchema, strict: true } }
+
+  test('answers json_object with a JSON object, the natural answer under "answer", a token for each four characters', async () => {
+    const { choices, usage } = await simulator.chat(chatRequest({ response_format: { type: 'json_object' } }), simulatorCall())
+
+    const content = choices[0]!.message.content!
+    const parsed = JSON.parse(content)
+    expect(Object.keys(parsed)).toEqual(['answer'])
+    expect(parsed.answer).toMatch(/^\S.{40,}/)
+    expect(choices[0]!.finish_reason).toBe('stop')
+    expect(usage.completion_tokens).toBe(Math.ceil(content.length / 4))
+  })
+
+  test('answers json_schema with an object that fits the schema, the same for the same messages', async () => {
+    const first = await simulator.chat(chatRequest({ response_format: jsonSchema }), simulatorCall({ requestId: 'req_a' }))
+    const again = await simulator.chat(chatRequest({ response_format: jsonSchema }), simulatorCall({ requestId: 'req_b' }))
+
+    const parsed = JSON.parse(first.choices[0]!.message.content!)
+    expect(Object.keys(parsed)).toEqual(['city', 'population', 'rivers', 'coastal'])
+    expect([typeof parsed.city, Number.isInteger(parsed.population) && parsed.population >= 1, Array.isArray(parsed.rivers) && parsed.rivers.every((river: unknown) => typeof river === 'string'), typeof parsed.coastal]).toEqual(['string', true, true, 'boolean'])
+    expect(again.choices[0]!.message.content).toBe(first.choices[0]!.message.content)
+  })
+
+  test('cuts JSON at max_tokens with finish_reason length, as a model does', async () => {
+    const full = (await simulator.chat(chatRequest({ response_format: jsonSchema }), simulatorCall())).choices[0]!.message.content!
+
+    const cut = await simulator.chat(chatRequest({ response_format: jsonSchema, max_tokens: 3 }), simulatorCall())
+
+    expect(cut.choices[0]!.message.content).toBe(full.slice(0, 12))
+    expect([cut.choices[0]!.finish_reason, cut.usage.completion_tokens]).toEqual(['length', 3])
+  })
+
+  test('streams the same JSON as it answers whole', async () => {
+    const whole = (await simulator.chat(chatRequest({ response_format: jsonSchema }), simulatorCall())).choices[0]!.message.content!
+
+    const chunks = await collect(await simulator.streamChat(chatRequest({ response_format: jsonSchema, stream: true }), simulatorCall()))
+
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe(whole)
+  })
+})
+
 describe('SimulatorProvider.chat with tools', () => {
   test('calls a tool when tool_choice is required, with JSON arguments from its schema', async () => {
     const { choices, usage } = await simulator.chat(chatRequest({ tools: [weatherTool], tool_choice: 'required' }), simulatorCall())
