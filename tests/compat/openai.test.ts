@@ -114,6 +114,23 @@ describe.each(sdks)('%s', (_, Sdk) => {
     expect(await openAIViolations(wire.exchanges)).toEqual([])
   })
 
+  test('logprobs and structured output, whole and streamed, come in OpenAI\'s shapes', async () => {
+    const wire = recordWire()
+    const openai = client(wire)
+    const asked = { model: chatModel, messages: [{ role: 'user' as const, content: 'Name a river.' }], logprobs: true, top_logprobs: 2 }
+    const schema = { type: 'object', properties: { river: { type: 'string' } }, required: ['river'], additionalProperties: false }
+
+    const whole = await openai.chat.completions.create(asked)
+    const chunks: ChatCompletionChunk[] = []
+    for await (const chunk of await openai.chat.completions.create({ ...asked, stream: true })) chunks.push(chunk)
+    const structured = await openai.chat.completions.create({ ...asked, response_format: { type: 'json_schema', json_schema: { name: 'river', schema, strict: true } } })
+
+    expect(whole.choices[0]!.logprobs!.content!.map((entry) => entry.token).join('')).toBe(whole.choices[0]!.message.content!)
+    expect(chunks.flatMap((chunk) => chunk.choices[0]?.logprobs?.content ?? [])).toEqual(whole.choices[0]!.logprobs!.content!)
+    expect(typeof JSON.parse(structured.choices[0]!.message.content!).river).toBe('string')
+    expect(await openAIViolations(wire.exchanges)).toEqual([])
+  })
+
   test('embeddings travel as base64 by default and reach the caller as numbers', async () => {
     const wire = recordWire()
 

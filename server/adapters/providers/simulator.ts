@@ -3,6 +3,7 @@ import { estimateChatPromptTokens, estimateTextTokens } from '../../core/estimat
 import type { ChatChunkIterator, EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { embedText, embedTokenIds } from './hashed-embedding'
 import { planReplies, type SimulatedReply, type SimulatedToolCall } from './simulated-reply'
+import { stableHash } from './stable-hash'
 import { usageOf } from '@nilegate/shared/schemas/common'
 
 /** Vector size when neither the request nor the catalog names one. */
@@ -64,13 +65,53 @@ function tokenDeltas(reply: SimulatedReply): Delta[] {
   return deltas
 }
 
-function chunk(envelope: Envelope, index: number, delta: Delta, finishReason: SimulatedReply['finishReason'] | null = null): ChatCompletionChunk {
+/** A token's log probability as OpenAI reports it, with the likeliest tokens at its place. */
+interface TokenLogprob {
+  token: string
+  logprob: number
+  bytes: number[]
+  top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }>
+}
+
+/** What `logprobs: true` asks for: how many likeliest tokens to list at each place (`top_logprobs`). */
+type LogprobsAsked = { top: number } | null
+
+function logprobsAsked(body: ChatCompletionRequest): LogprobsAsked {
+  return body.logprobs === true ? { top: body.top_logprobs ?? 0 } : null
+}
+
+// The other tokens listed as likely at a place: 21, so that 20 remain whichever one was chosen.
+const alternativeTokens = [' the', ' a', ' and', ' of', ' to', ' in', ' is', ' it', ' that', ' for', ' on', ' with', ' as', ' this', ' at', ' by', ' from', ' be', ' or', '.', ',']
+const utf8 = new TextEncoder()
+
+function logprobEntry(token: string, logprob: number): { token: string; logprob: number; bytes: number[] } {
+  return { token, logprob: Math.round(logprob * 1e6) / 1e6, bytes: Array.from(utf8.encode(token)) }
+}
+
+/** The chosen token at `position`, likely but not certain, and below it `top - 1` others, each less likely (the same every time). */
+function tokenLogprob(token: string, position: number, top: number): TokenLogprob {
+  const hash = stableHash(token, position)
+  const chosen = logprobEntry(token, -(hash % 1000) / 2000)
+  const others = alternativeTokens.filter((other) => other !== token)
+  const listed = [chosen]
+  for (let rank = 1; rank < top; rank++) listed.push(logprobEntry(others[(hash + rank) % others.length]!, chosen.logprob - 1 - rank * 0.75))
+  return { ...chosen, top_logprobs: top > 0 ? listed : [] }
+}
+
+/** The `logprobs` of a whole answer: one entry per content token; none for an answer of tool calls. */
+function answerLogprobs(reply: SimulatedReply, asked: LogprobsAsked): { content: TokenLogprob[] | null; refusal: null } | null {
+  if (asked === null) return null
+  if (reply.kind !== 'text') return { content: null, refusal: null }
+  return { content: reply.pieces.map((piece, position) => tokenLogprob(piece, position, asked.top)), refusal: null }
+}
+
+function chunk(envelope: Envelope, index: number, delta: Delta, finishReason: SimulatedReply['finishReason'] | null = null, logprobs: unknown = null): ChatCompletionChunk {
   return {
     id: envelope.id,
     object: 'chat.completion.chunk',
     created: envelope.created,
     model: envelope.model,
-    choices: [{ index, delta, logprobs: null, finish_reason: finishReason }],
+    choices: [{ index, delta, logprobs, finish_reason: finishReason }],
   }
 }
 
@@ -95,7 +136,7 @@ function envelopeFor(call: ProviderCall): Envelope {
  * one token per choice every interTokenMs, a final chunk per choice with its finish reason, and one
  * usage chunk. A number is a wait of that many milliseconds; with zero delays there is none.
  */
-function* streamSteps(replies: SimulatedReply[], envelope: Envelope, promptTokens: number, call: ProviderCall): Generator<ChatCompletionChunk | number, void> {
+function* streamSteps(replies: SimulatedReply[], envelope: Envelope, promptTokens: number, call: ProviderCall, asked: LogprobsAsked): Generator<ChatCompletionChunk | number, void> {
   const { ttftMs, interTokenMs } = call.deployment.simulator
   if (ttftMs > 0) yield ttftMs
   const deltas = replies.map(tokenDeltas)
@@ -105,7 +146,12 @@ function* streamSteps(replies: SimulatedReply[], envelope: Envelope, promptToken
     if (round > 0 && interTokenMs > 0) yield interTokenMs
     for (let index = 0; index < replies.length; index++) {
       const list = deltas[index]!
-      if (round < list.length) yield chunk(envelope, index, list[round]!)
+      if (round < list.length) {
+        const reply = replies[index]!
+        // A content token's chunk carries its log probability when they were asked for.
+        const logprobs = asked && reply.kind === 'text' ? { content: [tokenLogprob(reply.pieces[round]!, round, asked.top)], refusal: null } : null
+        yield chunk(envelope, index, list[round]!, null, logprobs)
+      }
       if (round === Math.max(1, list.length) - 1) yield chunk(envelope, index, {}, replies[index]!.finishReason)
     }
   }
@@ -203,7 +249,7 @@ export class SimulatorProvider implements Provider {
       object: 'chat.completion',
       created: envelope.created,
       model: envelope.model,
-      choices: replies.map((reply, index) => ({ index, message: toMessage(reply), logprobs: null, finish_reason: reply.finishReason })),
+      choices: replies.map((reply, index) => ({ index, message: toMessage(reply), logprobs: answerLogprobs(reply, logprobsAsked(body)), finish_reason: reply.finishReason })),
       usage: usageOf(promptTokens, completion),
     }
   }
@@ -211,7 +257,7 @@ export class SimulatorProvider implements Provider {
   async streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>> {
     if (call.signal.aborted) throw abortReason(call.signal)
     const replies = planReplies(body, call.model, call.requestId)
-    return new SimulatedStream(streamSteps(replies, envelopeFor(call), estimateChatPromptTokens(body), call), call.signal)
+    return new SimulatedStream(streamSteps(replies, envelopeFor(call), estimateChatPromptTokens(body), call, logprobsAsked(body)), call.signal)
   }
 
   async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {

@@ -223,6 +223,47 @@ describe('SimulatorProvider.chat in JSON mode', () => {
   })
 })
 
+describe('SimulatorProvider.chat with logprobs', () => {
+  test('gives each content token its log probability and, with top_logprobs, the likeliest tokens at its place, the same every time', async () => {
+    const { choices, usage } = await simulator.chat(chatRequest({ logprobs: true, top_logprobs: 3 }), simulatorCall())
+    const again = await simulator.chat(chatRequest({ logprobs: true, top_logprobs: 3 }), simulatorCall())
+
+    const tokens = (choices[0]!.logprobs as { content: Array<{ token: string; logprob: number; bytes: number[]; top_logprobs: Array<{ token: string; logprob: number }> }> }).content
+    expect(tokens.map((entry) => entry.token).join('')).toBe(choices[0]!.message.content!)
+    expect(tokens).toHaveLength(usage.completion_tokens)
+    for (const entry of tokens) {
+      expect(entry.logprob).toBeLessThanOrEqual(0)
+      expect(entry.bytes).toEqual(Array.from(new TextEncoder().encode(entry.token)))
+      expect(entry.top_logprobs).toHaveLength(3)
+      expect(entry.top_logprobs[0]).toMatchObject({ token: entry.token, logprob: entry.logprob })
+      expect(new Set(entry.top_logprobs.map((top) => top.token)).size).toBe(3)
+      expect(entry.top_logprobs.map((top) => top.logprob)).toEqual([...entry.top_logprobs.map((top) => top.logprob)].sort((a, b) => b - a))
+    }
+    expect(again.choices[0]!.logprobs).toEqual(choices[0]!.logprobs)
+  })
+
+  test('lists no other tokens without top_logprobs, none at all without logprobs, and no content ones for tool calls', async () => {
+    const plain = await simulator.chat(chatRequest({ logprobs: true }), simulatorCall())
+    const without = await simulator.chat(chatRequest(), simulatorCall())
+    const calls = await simulator.chat(chatRequest({ logprobs: true, tools: [weatherTool], tool_choice: 'required' }), simulatorCall())
+
+    expect((plain.choices[0]!.logprobs as { content: Array<{ top_logprobs: unknown[] }> }).content.every((entry) => entry.top_logprobs.length === 0)).toBe(true)
+    expect(without.choices[0]!.logprobs).toBeNull()
+    expect(calls.choices[0]!.logprobs).toEqual({ content: null, refusal: null })
+  })
+
+  test('streams each content token with its log probability', async () => {
+    const whole = await simulator.chat(chatRequest({ logprobs: true, top_logprobs: 2 }), simulatorCall())
+
+    const chunks = await collect(await simulator.streamChat(chatRequest({ logprobs: true, top_logprobs: 2, stream: true }), simulatorCall()))
+
+    const streamed = chunks.flatMap((chunk) => (chunk.choices[0]?.logprobs as { content: unknown[] } | null)?.content ?? [])
+    expect(streamed).toEqual((whole.choices[0]!.logprobs as { content: unknown[] }).content)
+    const tokenChunks = chunks.filter((chunk) => chunk.choices[0]?.delta.content)
+    expect(tokenChunks.every((chunk) => (chunk.choices[0]!.logprobs as { content: Array<{ token: string }> }).content[0]!.token === chunk.choices[0]!.delta.content)).toBe(true)
+  })
+})
+
 describe('SimulatorProvider.chat with tools', () => {
   test('calls a tool when tool_choice is required, with JSON arguments from its schema', async () => {
     const { choices, usage } = await simulator.chat(chatRequest({ tools: [weatherTool], tool_choice: 'required' }), simulatorCall())
