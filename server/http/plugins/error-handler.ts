@@ -53,10 +53,16 @@ function innermostError(error: SchemaError): SchemaError {
     const asked: Array<{ error: SchemaError; names: unknown[] }> = []
     const meant: SchemaError[][] = []
     for (const errors of membersOf(error)) {
-      // Errors at a direct child that ask for literals: the value names another member.
-      const misnamed = errors.filter((inner) => inner.path?.startsWith(`${at}/`) && !inner.path.slice(at.length + 1).includes('/') && namesAsked(inner).length > 0)
-      for (const inner of misnamed) asked.push({ error: inner, names: namesAsked(inner) })
-      if (errors.length > 0 && misnamed.length === 0 && !errors.some((inner) => inner.path === at)) meant.push(errors)
+      // An error at a direct child that asks for literals: the value names another member.
+      let misnamed = false
+      for (const inner of errors) {
+        if (!inner.path?.startsWith(`${at}/`) || inner.path.slice(at.length + 1).includes('/')) continue
+        const names = namesAsked(inner)
+        if (names.length === 0) continue
+        asked.push({ error: inner, names })
+        misnamed = true
+      }
+      if (errors.length > 0 && !misnamed && !errors.some((inner) => inner.path === at)) meant.push(errors)
     }
     if (meant.length > 0) {
       const errors = meant.reduce((fewest, errors) => (errors.length < fewest.length ? errors : fewest))
