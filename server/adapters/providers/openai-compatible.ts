@@ -73,13 +73,42 @@ function outputLimit(body: ChatCompletionRequest, call: ProviderCall): { max_tok
   return body.max_tokens == null && body.max_completion_tokens == null ? { max_tokens: call.model.maxOutputTokens } : {}
 }
 
+/**
+ * Whether an upstream refused a request on account of a role: chat templates that know only system,
+ * user, assistant and tool (many that vLLM serves, older llama.cpp) refuse `developer`, which
+ * current OpenAI clients send for instructions.
+ */
+function refusesRole(error: unknown): boolean {
+  return error instanceof GatewayError && error.code === 'invalid_request' && /\b(developer|roles?)\b/i.test(error.message)
+}
+
+/** The messages with each `developer` one sent as `system`, or null when there is none. */
+function developerAsSystem(messages: ChatCompletionRequest['messages']): ChatCompletionRequest['messages'] | null {
+  if (!messages.some((message) => message.role === 'developer')) return null
+  return messages.map((message) => (message.role === 'developer' ? { ...message, role: 'system' } : message))
+}
+
+/**
+ * Posts a chat request; one refused on account of a role while it had `developer` messages is sent
+ * once more with them as `system`, which every template knows and OpenAI treats alike.
+ */
+async function postChat(exchange: UpstreamExchange, payload: ChatCompletionRequest, accept: string): Promise<Response> {
+  try {
+    return await exchange.post('/chat/completions', payload, accept)
+  } catch (error) {
+    const messages = refusesRole(error) ? developerAsSystem(payload.messages) : null
+    if (messages === null) throw error
+    return exchange.post('/chat/completions', { ...payload, messages }, accept)
+  }
+}
+
 export class OpenAICompatibleProvider implements Provider {
   async chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion> {
     const { stream_options: _streamOptions, ...rest } = body
     const exchange = new UpstreamExchange(call)
     try {
       const payload = { ...rest, ...outputLimit(body, call), model: call.deployment.upstreamModel, stream: false }
-      const response = await exchange.post('/chat/completions', payload, 'application/json')
+      const response = await postChat(exchange, payload, 'application/json')
       const answer = parseJson(await exchange.text(response), 'a completion that is not JSON')
       if (!isRecord(answer) || !Array.isArray(answer.choices)) throw upstreamMalformedError('a completion without choices')
       if (!hasChoices(answer.choices, 'message')) throw upstreamMalformedError('a completion whose choices are not messages')
@@ -103,7 +132,7 @@ export class OpenAICompatibleProvider implements Provider {
     const exchange = new UpstreamExchange(call, { followClient: true })
     exchange.watch('connect', call.deployment.timeouts.connectMs)
     try {
-      const response = await exchange.post('/chat/completions', payload, 'text/event-stream')
+      const response = await postChat(exchange, payload, 'text/event-stream')
       exchange.unwatch()
       if (!response.body) throw upstreamMalformedError('an empty stream')
       return new UpstreamChunkStream(response.body, exchange, call)

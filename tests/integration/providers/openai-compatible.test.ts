@@ -221,6 +221,46 @@ describe('OpenAICompatibleProvider error mapping', () => {
     })
   }
 
+  describe('an upstream whose chat template knows no developer role', () => {
+    const refusal = { error: { message: 'Conversation roles must be system, user or assistant; got developer', type: 'BadRequestError', code: 400 } }
+    /** Refuses any request with a developer message, as a Mistral or older Llama template does; answers the rest. */
+    function templateWithoutDeveloper(): FakeUpstream {
+      return fakeUpstream((request) => {
+        const roles = (request.body.messages as Array<{ role: string }>).map((message) => message.role)
+        if (roles.includes('developer')) return jsonResponse(refusal, 400)
+        return request.body.stream ? new Response(upstreamStreamText(['Hi']), { headers: { 'content-type': 'text/event-stream' } }) : jsonResponse(upstreamCompletion('Hi'))
+      })
+    }
+    const withDeveloper = upstreamChatRequest({ messages: [{ role: 'developer', content: 'Answer briefly.' }, { role: 'user', content: 'Hello' }] })
+
+    test('gets the request again with developer messages as system, whole and streamed', async () => {
+      const upstream = templateWithoutDeveloper()
+
+      const whole = await provider.chat(withDeveloper, upstreamCall(upstream.baseUrl))
+      const streamed = contents(await collect(await provider.streamChat({ ...withDeveloper, stream: true }, upstreamCall(upstream.baseUrl))))
+
+      expect([whole.choices[0]!.message.content, streamed]).toEqual(['Hi', 'Hi'])
+      expect(upstream.requests.map((request) => (request.body.messages as Array<{ role: string }>).map((message) => message.role))).toEqual([
+        ['developer', 'user'],
+        ['system', 'user'],
+        ['developer', 'user'],
+        ['system', 'user'],
+      ])
+      expect(upstream.requests[1]!.body.messages[0]).toEqual({ role: 'system', content: 'Answer briefly.' })
+    })
+
+    test('asks once when the request has no developer message, or the refusal is not about roles', async () => {
+      const aboutRoles = fakeUpstream(() => jsonResponse(refusal, 400))
+      const aboutOther = fakeUpstream(() => jsonResponse({ error: { message: 'temperature must be at most 1', type: 'BadRequestError', code: 400 } }, 400))
+
+      const noDeveloper = await caught(provider.chat(upstreamChatRequest(), upstreamCall(aboutRoles.baseUrl)))
+      const other = await caught(provider.chat(withDeveloper, upstreamCall(aboutOther.baseUrl)))
+
+      expect([noDeveloper, other]).toMatchObject([{ code: 'invalid_request' }, { code: 'invalid_request', message: 'The model rejected the request: temperature must be at most 1' }])
+      expect([aboutRoles.requests.length, aboutOther.requests.length]).toEqual([1, 1])
+    })
+  })
+
   test("passes on the upstream's Retry-After for a busy engine", async () => {
     const upstream = fakeUpstream(() => jsonResponse({ error: 'busy' }, 429, { 'retry-after': '3' }))
 
