@@ -102,12 +102,28 @@ async function postChat(exchange: UpstreamExchange, payload: ChatCompletionReque
   }
 }
 
+/**
+ * The client's request as the upstream gets it: under the deployment's model name, with a token
+ * limit, and without the fields that mean something only beside another (`top_logprobs` without
+ * `logprobs: true`, `tool_choice` without tools), which vLLM refuses with 400: accepted and
+ * ignored, as the simulator does. The caller adds `stream` and its options.
+ */
+function forUpstream(body: ChatCompletionRequest, call: ProviderCall): ChatCompletionRequest {
+  const { stream_options: _streamOptions, top_logprobs, tool_choice, ...rest } = body
+  return {
+    ...rest,
+    ...(body.logprobs === true && top_logprobs != null ? { top_logprobs } : {}),
+    ...(body.tools && body.tools.length > 0 && tool_choice !== undefined ? { tool_choice } : {}),
+    ...outputLimit(body, call),
+    model: call.deployment.upstreamModel,
+  }
+}
+
 export class OpenAICompatibleProvider implements Provider {
   async chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion> {
-    const { stream_options: _streamOptions, ...rest } = body
     const exchange = new UpstreamExchange(call)
     try {
-      const payload = { ...rest, ...outputLimit(body, call), model: call.deployment.upstreamModel, stream: false }
+      const payload = { ...forUpstream(body, call), stream: false }
       const response = await postChat(exchange, payload, 'application/json')
       const answer = parseJson(await exchange.text(response), 'a completion that is not JSON')
       if (!isRecord(answer) || !Array.isArray(answer.choices)) throw upstreamMalformedError('a completion without choices')
@@ -121,13 +137,7 @@ export class OpenAICompatibleProvider implements Provider {
   }
 
   async streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>> {
-    const payload = {
-      ...body,
-      ...outputLimit(body, call),
-      model: call.deployment.upstreamModel,
-      stream: true,
-      stream_options: { ...body.stream_options, include_usage: true },
-    }
+    const payload = { ...forUpstream(body, call), stream: true, stream_options: { ...body.stream_options, include_usage: true } }
     // A chunk read after the client left would count as relayed: the stream stops at once.
     const exchange = new UpstreamExchange(call, { followClient: true })
     exchange.watch('connect', call.deployment.timeouts.connectMs)

@@ -76,6 +76,22 @@ describe('OpenAICompatibleProvider.chat', () => {
     expect(received!.headers.get('authorization')).toBeNull()
   })
 
+  test('leaves out top_logprobs without logprobs and tool_choice without tools, which vLLM refuses, and keeps them beside what they need', async () => {
+    const upstream = fakeUpstream((request) => (request.body.stream ? new Response(upstreamStreamText(['Hi'])) : jsonResponse(upstreamCompletion('Hi'))))
+    const tool = { type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }
+
+    await provider.chat(upstreamChatRequest({ top_logprobs: 3, tool_choice: 'auto' }), upstreamCall(upstream.baseUrl))
+    await collect(await provider.streamChat(upstreamChatRequest({ stream: true, top_logprobs: 3, tool_choice: 'required', tools: [] }), upstreamCall(upstream.baseUrl)))
+    await provider.chat(upstreamChatRequest({ logprobs: true, top_logprobs: 3, tools: [tool], tool_choice: 'auto' }), upstreamCall(upstream.baseUrl))
+
+    const sent = upstream.requests.map(({ body }) => [body.top_logprobs, body.tool_choice])
+    expect(sent).toEqual([
+      [undefined, undefined],
+      [undefined, undefined],
+      [3, 'auto'],
+    ])
+  })
+
   test("bounds a request without a token limit by the model's max output, and keeps a client's own limit", async () => {
     const upstream = fakeUpstream(() => jsonResponse(upstreamCompletion('Hi')))
 
