@@ -133,6 +133,20 @@ export type ChatCompletionRequest = typeof ChatCompletionRequest.static
 /** Why generation ended. */
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call'
 
+/** One token's log probability (`logprobs: true`): its UTF-8 bytes, and the likeliest tokens at its place (`top_logprobs`). */
+export interface TokenLogprob {
+  token: string
+  logprob: number
+  bytes: number[] | null
+  top_logprobs: Array<{ token: string; logprob: number; bytes: number[] | null }>
+}
+
+/** The log probabilities of a choice's content (or refusal) tokens; null content for an answer of tool calls. */
+export interface ChoiceLogprobs {
+  content: TokenLogprob[] | null
+  refusal: TokenLogprob[] | null
+}
+
 /** A chat completion (non-streamed answer). */
 export interface ChatCompletion {
   id: string
@@ -142,7 +156,7 @@ export interface ChatCompletion {
   choices: Array<{
     index: number
     message: { role: 'assistant'; content: string | null; refusal: string | null; tool_calls?: ToolCall[] }
-    logprobs: unknown | null
+    logprobs: ChoiceLogprobs | null
     finish_reason: FinishReason
   }>
   usage: Usage
@@ -166,7 +180,7 @@ export interface ChatCompletionChunk {
   choices: Array<{
     index: number
     delta: { role?: 'assistant'; content?: string | null; refusal?: string | null; tool_calls?: ToolCallDelta[] }
-    logprobs: unknown | null
+    logprobs: ChoiceLogprobs | null
     finish_reason: FinishReason | null
   }>
   usage?: Usage | null

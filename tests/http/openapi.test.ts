@@ -11,6 +11,7 @@ import type { ErrorResponse } from '../../server/http/openapi/responses/errors'
 import type { ChatCompletionChunk } from '../../server/http/openapi/responses/inference'
 import { openTestDatabase, slowHookTimeoutMs, type TestDatabase } from '../support/databases'
 import { managementApp } from '../support/management-app'
+import { SimulatorProvider } from '../../server/adapters/providers/simulator'
 import { chatModel, embeddingsModel, testApp } from '../support/test-app'
 
 // The response schemas name the fields of what the routes return, as the SDK sees them through
@@ -227,11 +228,18 @@ describe('the OpenAPI document, GET /openapi.json', () => {
       answers.expectDocumented('post', '/v1/embeddings', await json(await inference.send('POST', '/v1/embeddings', JSON.stringify({ model: embeddingsModel, input: ['a', 'b'], encoding_format }))))
     }
 
-    const stream = await (await chat({ stream: true, stream_options: { include_usage: true } })).text()
-    const events = stream.split('\n\n').filter(Boolean).map((event) => event.replace(/^data: /, ''))
     const eventSchema = pointer('paths', '/v1/chat/completions', 'post', 'responses', '200', 'content', 'text/event-stream', 'x-event-data')
-    expect(events.at(-1)).toBe('[DONE]')
-    expect(events.slice(0, -1).flatMap((event) => answers.schemas.errors(eventSchema, JSON.parse(event)))).toEqual([])
+    // The simulator answers log probabilities when asked; the scripted provider never does.
+    const simulated = await testApp({ providerFor: () => new SimulatorProvider() })
+    const withLogprobs = { model: chatModel, messages: [{ role: 'user', content: 'Hi' }], logprobs: true, top_logprobs: 2 }
+    const logprobsAnswer = await json(await simulated.send('POST', '/v1/chat/completions', JSON.stringify(withLogprobs)))
+    expect(logprobsAnswer.json.choices[0].logprobs.content.length).toBeGreaterThan(0)
+    answers.expectDocumented('post', '/v1/chat/completions', logprobsAnswer)
+    for (const response of [await chat({ stream: true, stream_options: { include_usage: true } }), await simulated.send('POST', '/v1/chat/completions', JSON.stringify({ ...withLogprobs, stream: true }))]) {
+      const events = (await response.text()).split('\n\n').filter(Boolean).map((event) => event.replace(/^data: /, ''))
+      expect(events.at(-1)).toBe('[DONE]')
+      expect(events.slice(0, -1).flatMap((event) => answers.schemas.errors(eventSchema, JSON.parse(event)))).toEqual([])
+    }
   })
 })
 

@@ -1,4 +1,4 @@
-import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ToolCallDelta } from '@nilegate/shared/schemas/chat'
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, TokenLogprob, ToolCallDelta } from '@nilegate/shared/schemas/chat'
 import { estimateChatPromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
 import type { ChatChunkIterator, EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { embedText, embedTokenIds } from './hashed-embedding'
@@ -65,14 +65,6 @@ function tokenDeltas(reply: SimulatedReply): Delta[] {
   return deltas
 }
 
-/** A token's log probability as OpenAI reports it, with the likeliest tokens at its place. */
-interface TokenLogprob {
-  token: string
-  logprob: number
-  bytes: number[]
-  top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }>
-}
-
 /** What `logprobs: true` asks for: how many likeliest tokens to list at each place (`top_logprobs`). */
 type LogprobsAsked = { top: number } | null
 
@@ -84,7 +76,7 @@ function logprobsAsked(body: ChatCompletionRequest): LogprobsAsked {
 const alternativeTokens = [' the', ' a', ' and', ' of', ' to', ' in', ' is', ' it', ' that', ' for', ' on', ' with', ' as', ' this', ' at', ' by', ' from', ' be', ' or', '.', ',']
 const utf8 = new TextEncoder()
 
-function logprobEntry(token: string, logprob: number): { token: string; logprob: number; bytes: number[] } {
+function logprobEntry(token: string, logprob: number): TokenLogprob['top_logprobs'][number] {
   return { token, logprob: Math.round(logprob * 1e6) / 1e6, bytes: Array.from(utf8.encode(token)) }
 }
 
@@ -99,13 +91,13 @@ function tokenLogprob(token: string, position: number, top: number): TokenLogpro
 }
 
 /** The `logprobs` of a whole answer: one entry per content token; none for an answer of tool calls. */
-function answerLogprobs(reply: SimulatedReply, asked: LogprobsAsked): { content: TokenLogprob[] | null; refusal: null } | null {
+function answerLogprobs(reply: SimulatedReply, asked: LogprobsAsked): ChoiceLogprobs | null {
   if (asked === null) return null
   if (reply.kind !== 'text') return { content: null, refusal: null }
   return { content: reply.pieces.map((piece, position) => tokenLogprob(piece, position, asked.top)), refusal: null }
 }
 
-function chunk(envelope: Envelope, index: number, delta: Delta, finishReason: SimulatedReply['finishReason'] | null = null, logprobs: unknown = null): ChatCompletionChunk {
+function chunk(envelope: Envelope, index: number, delta: Delta, finishReason: SimulatedReply['finishReason'] | null = null, logprobs: ChoiceLogprobs | null = null): ChatCompletionChunk {
   return {
     id: envelope.id,
     object: 'chat.completion.chunk',

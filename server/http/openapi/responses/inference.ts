@@ -7,6 +7,12 @@ import { orNull } from './fields'
 /** Why generation ended. */
 export const FinishReason = t.Union([t.Literal('stop'), t.Literal('length'), t.Literal('tool_calls'), t.Literal('content_filter'), t.Literal('function_call')])
 
+const tokenFields = { token: t.String(), logprob: t.Number({ description: 'Natural log of the probability; 0 or less.' }), bytes: orNull(t.Array(Type.Integer({ minimum: 0, maximum: 255 }))) }
+/** One token's log probability, and the likeliest tokens at its place. */
+const TokenLogprob = t.Object({ ...tokenFields, top_logprobs: t.Array(t.Object(tokenFields)) })
+/** With `logprobs: true`, the log probabilities of a choice's tokens (content null for tool calls); null otherwise. */
+const ChoiceLogprobs = orNull(t.Object({ content: orNull(t.Array(TokenLogprob)), refusal: orNull(t.Array(TokenLogprob)) }))
+
 /** The answer of POST /v1/chat/completions without `stream`. */
 export const ChatCompletion = t.Object({
   id: t.String(),
@@ -17,7 +23,7 @@ export const ChatCompletion = t.Object({
     t.Object({
       index: Type.Integer(),
       message: t.Object({ role: t.Literal('assistant'), content: orNull(t.String()), refusal: orNull(t.String()), tool_calls: t.Optional(t.Array(ToolCall)) }),
-      logprobs: t.Unknown({ description: 'Log probabilities as the upstream reports them, or null.' }),
+      logprobs: ChoiceLogprobs,
       finish_reason: FinishReason,
     }),
   ),
@@ -51,7 +57,7 @@ export const ChatCompletionChunk = t.Object({
         refusal: t.Optional(orNull(t.String())),
         tool_calls: t.Optional(t.Array(ToolCallDelta)),
       }),
-      logprobs: t.Unknown({ description: 'Log probabilities as the upstream reports them, or null.' }),
+      logprobs: ChoiceLogprobs,
       finish_reason: orNull(FinishReason),
     }),
   ),
