@@ -100,8 +100,9 @@ export interface UpstreamFetchBudget {
  * probes use: a sixteenth of the limit, between 1 and 16.
  */
 export function upstreamFetchBudget(setting: string | undefined): UpstreamFetchBudget {
+  // Unset, empty and blank all read as NaN or 0.
   const value = Number(setting)
-  const set = setting !== undefined && setting.trim() !== '' && Number.isInteger(value) && value >= 1
+  const set = Number.isInteger(value) && value >= 1
   const limit = set ? Math.min(value, 65_535) : 256
   // With a limit of 1 there is nothing to share: calls and probes both get it.
   const probes = limit < 2 ? 1 : Math.min(16, Math.max(1, Math.floor(limit / 16)))

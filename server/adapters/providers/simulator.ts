@@ -132,18 +132,16 @@ function* streamSteps(replies: SimulatedReply[], envelope: Envelope, promptToken
   const { ttftMs, interTokenMs } = call.deployment.simulator
   if (ttftMs > 0) yield ttftMs
   const deltas = replies.map(tokenDeltas)
+  const logprobs = replies.map((reply) => answerLogprobs(reply, asked)?.content ?? null)
   const rounds = Math.max(1, ...deltas.map((list) => list.length))
   for (let index = 0; index < replies.length; index++) yield chunk(envelope, index, openingDelta(replies[index]!))
   for (let round = 0; round < rounds; round++) {
     if (round > 0 && interTokenMs > 0) yield interTokenMs
     for (let index = 0; index < replies.length; index++) {
       const list = deltas[index]!
-      if (round < list.length) {
-        const reply = replies[index]!
-        // A content token's chunk carries its log probability when they were asked for.
-        const logprobs = asked && reply.kind === 'text' ? { content: [tokenLogprob(reply.pieces[round]!, round, asked.top)], refusal: null } : null
-        yield chunk(envelope, index, list[round]!, null, logprobs)
-      }
+      // A content token's chunk carries its log probability when they were asked for.
+      const tokenLogprobs = logprobs[index]
+      if (round < list.length) yield chunk(envelope, index, list[round]!, null, tokenLogprobs ? { content: [tokenLogprobs[round]!], refusal: null } : null)
       if (round === Math.max(1, list.length) - 1) yield chunk(envelope, index, {}, replies[index]!.finishReason)
     }
   }
