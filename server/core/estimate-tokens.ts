@@ -18,9 +18,26 @@ export function isArabicScript(code: number): boolean {
 }
 
 /**
- * Estimated tokens of a text: Arabic-script characters at 2 per token, everything else at 4, rounded
- * up. Every code unit counts a quarter token, and only those from U+0600 on are looked at further:
- * a 21,600-character English prompt took 75 us with each one classified, 14 us this way.
+ * Whether a UTF-16 code unit is a CJK character that tokenizers give a token of its own or more:
+ * Hangul Jamo and syllables, kana, CJK punctuation, radicals and ideographs, full-width forms.
+ */
+export function isCjk(code: number): boolean {
+  return (
+    (code >= 0x2e80 && code <= 0x9fff) ||
+    (code >= 0xac00 && code <= 0xd7af) ||
+    (code >= 0xf900 && code <= 0xfaff) ||
+    (code >= 0xff00 && code <= 0xffef) ||
+    (code >= 0x1100 && code <= 0x11ff)
+  )
+}
+
+/**
+ * Estimated tokens of a text, rounded up: Arabic-script characters at 2 per token (SPEC), CJK
+ * characters and those outside the basic plane (emoji, rarer ideographs: a surrogate pair) at one
+ * token each, everything else at 4. Counted at 4 a token, a CJK or emoji prompt held about a
+ * quarter of what it costs. Every code unit counts a quarter token, and only those from U+0600 on
+ * are looked at further: a 21,600-character English prompt took 75 us with each one classified,
+ * 14 us this way.
  */
 export function estimateTextTokens(text: string): number {
   const length = text.length
@@ -28,9 +45,15 @@ export function estimateTextTokens(text: string): number {
   for (let i = 0; i < length; i++) {
     const code = text.charCodeAt(i)
     if (code < 0x0600) continue
-    // A surrogate pair is one character: its low half does not count.
-    if (code >= 0xdc00 && code <= 0xdfff) quarterTokens--
-    else if (isArabicScript(code)) quarterTokens++
+    if (isArabicScript(code)) quarterTokens++
+    else if (code >= 0xd800 && code <= 0xdbff) {
+      // A high surrogate and the low one after it are one character: four quarters for the two.
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        quarterTokens += 2
+        i++
+      }
+    } else if (isCjk(code)) quarterTokens += 3
   }
   return Math.ceil(quarterTokens / 4)
 }

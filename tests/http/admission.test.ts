@@ -79,6 +79,22 @@ describe('admission on the inference routes', () => {
     expect((await answers[0]!.json()).error.code).toBe('insufficient_balance')
   })
 
+  test('a CJK or emoji prompt is held at a token a character, not at four characters a token', async () => {
+    const maxTokens = 10
+    const worstCase = (promptTokens: number) => costMicros(promptTokens, maxTokens, inputPrice, outputPrice)
+    const cjk = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: '你好世界'.repeat(1_000) }] })
+    const emoji = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: '😀'.repeat(4_000) }] })
+    const latin = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'word'.repeat(1_000) }] })
+    // Enough for 4,000 characters at four a token with room to spare, not for 4,000 tokens.
+    const { send } = await testApp({ balanceMicros: worstCase(2_000) })
+
+    const answers = [await post(send, cjk), await post(send, emoji), await post(send, latin)]
+
+    expect(estimateChatPromptTokens(cjk)).toBeGreaterThanOrEqual(4_000)
+    expect(answers.map((answer) => answer.status)).toEqual([402, 402, 200])
+    expect((await answers[0]!.json()).error.code).toBe('insufficient_balance')
+  })
+
   test('key and project monthly caps answer 402 with their codes, the project cap quoted in EGP', async () => {
     const keyCapped = await testApp({ identity: keyIdentity({ keyMonthlyCapMicros: 100n }) })
     const projectCapped = await testApp({ identity: keyIdentity({ projectMonthlyCapMicros: 2_500_000n }) })

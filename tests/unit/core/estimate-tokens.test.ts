@@ -10,19 +10,22 @@ describe('token estimator', () => {
     expect(estimateTextTokens('مر ab')).toBe(2)
   })
 
-  test('counts a character outside the basic plane once', () => {
-    expect(estimateTextTokens('😀😀😀😀')).toBe(1)
+  test('counts a character outside the basic plane, as a surrogate pair, one token', () => {
+    expect(estimateTextTokens('😀😀😀😀')).toBe(4)
+    expect(estimateTextTokens('😀abcd')).toBe(2)
+    expect(estimateTextTokens('𠀀𠀁')).toBe(2)
   })
 
-  test('counts every range of Arabic script at two characters a token, and the code units around them at four', () => {
-    // The first and last code unit of each Arabic range, and their neighbours outside it.
-    const arabic = [0x0600, 0x06ff, 0x0750, 0x077f, 0x08a0, 0x08ff, 0xfb50, 0xfdff, 0xfe70, 0xfeff]
-    const other = [0x05ff, 0x0700, 0x074f, 0x0780, 0x089f, 0x0900, 0xfb4f, 0xfe00, 0xfe6f, 0xff00, 0xd7ff, 0xe000]
-    for (const code of arabic) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(2)
+  test('counts CJK characters one token each', () => {
+    expect(estimateTextTokens('你好世界')).toBe(4)
+    expect(estimateTextTokens('こんにちは')).toBe(5)
+    expect(estimateTextTokens('안녕하세요')).toBe(5)
+    expect(estimateTextTokens('你好 abc')).toBe(3)
+    // The first and last code unit of each range, and their neighbours outside it.
+    const cjk = [0x1100, 0x11ff, 0x2e80, 0x3000, 0x3042, 0x4e00, 0x9fff, 0xac00, 0xd7af, 0xf900, 0xfaff, 0xff00, 0xffef]
+    const other = [0x10ff, 0x1200, 0x2e7f, 0xa000, 0xabff, 0xd7b0, 0xe000, 0xf8ff, 0xfb00, 0xfff0]
+    for (const code of cjk) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(4)
     for (const code of other) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(1)
-    // A lone low surrogate counts nothing; a lone high one counts as a character.
-    expect(estimateTextTokens('\udc00'.repeat(8) + 'abcd')).toBe(1)
-    expect(estimateTextTokens('\ud800'.repeat(4) + 'abcd')).toBe(2)
   })
 
   test('adds a fixed overhead per message, per reply and per media part', () => {
