@@ -141,11 +141,11 @@ describe('POST /v1/chat/completions', () => {
     [{ messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id', 'this field is required'],
     [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content[0].image_url.url', 'this field is required'],
     [{ messages: [{ role: 'user', content: [{ type: 'video', video: {} }] }] }, 'messages[0].content[0].type', 'must be one of "text", "image_url", "input_audio", "file"'],
-    [{ messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, 'messages[0].content[0].type', "Expected 'text'"],
+    [{ messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 'messages[0].content[0].type', "Expected 'text'"],
     [{ messages: [{ role: 'user', content: 5 }] }, 'messages[0].content', 'expected string or array'],
     [{ messages: ['hi'] }, 'messages[0]', 'expected object'],
     [{ messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function' }] }] }, 'messages[0].tool_calls[0].function', 'this field is required'],
-    [{ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'ogg' } }] }] }, 'messages[0].content[0].input_audio.format', "expected 'wav' or 'mp3'"],
+    [{ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'UklGRiQ=', format: 'ogg' } }] }] }, 'messages[0].content[0].input_audio.format', "expected 'wav' or 'mp3'"],
     [{ tool_choice: { type: 'function' } }, 'tool_choice.function', 'this field is required'],
     // A union with a message of its own keeps it.
     [{ stop: 5 }, 'stop', 'stop must be a string or an array of 1 to 4 strings'],
@@ -217,6 +217,25 @@ describe('POST /v1/chat/completions', () => {
 
     expect(response.status).toBe(422)
     expect((await response.json()).error.code).toBe('content_limit_exceeded')
+  })
+
+  test('refuses an image that is not base64 or not at a web address with 400 naming the field', async () => {
+    const { send, provider } = await testApp()
+    const image = (url: string) => chatRequest({ messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url } }] }] })
+
+    const garbled = await send('POST', '/v1/chat/completions', JSON.stringify(image('data:image/png;base64,iVBORw0K Ggo=')))
+    const local = await send('POST', '/v1/chat/completions', JSON.stringify(image('file:///etc/passwd')))
+
+    expect(garbled.status).toBe(400)
+    expect((await garbled.json()).error).toEqual({
+      type: 'invalid_request_error',
+      code: 'invalid_request',
+      param: 'messages[0].content[1].image_url.url',
+      message: 'Invalid messages[0].content[1].image_url.url: the data is not base64 (A-Z, a-z, 0-9, + and /, padded with =, no spaces).',
+    })
+    expect(local.status).toBe(400)
+    expect((await local.json()).error.message).toContain('use an http(s) URL or a base64 data URL')
+    expect(provider.calls).toHaveLength(0)
   })
 
   test('refuses more than 5 MB of decoded media in one message with 422', async () => {
