@@ -27,6 +27,7 @@ const DeploymentEntry = t.Object({
   weight: t.Optional(Type.Integer({ minimum: 1 })),
   max_concurrent: t.Optional(Type.Integer({ minimum: 1 })),
   api_key_env: t.Optional(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
+  developer_role: t.Optional(t.Union([t.Literal('developer'), t.Literal('system')])),
   timeouts_ms: t.Optional(
     t.Object({
       connect: t.Optional(Type.Integer({ minimum: 1 })),
@@ -85,6 +86,7 @@ function toDeployment(entry: typeof DeploymentEntry.static, model: typeof ModelE
     weight: entry.weight ?? 1,
     maxConcurrent: entry.max_concurrent ?? null,
     apiKeyEnv: entry.api_key_env ?? null,
+    developerRole: entry.developer_role ?? 'developer',
     timeouts: {
       connectMs: entry.timeouts_ms?.connect ?? defaultTimeouts.connectMs,
       firstTokenMs: entry.timeouts_ms?.first_token ?? defaultTimeouts.firstTokenMs,

@@ -6,6 +6,10 @@ export interface CircuitSettings {
   cooldownMs: number
 }
 
+/** The roles `developer` messages can reach an upstream as. */
+export const developerRoles = ['developer', 'system'] as const
+export type DeveloperRole = (typeof developerRoles)[number]
+
 /** One upstream that can serve a catalog model. */
 export interface Deployment {
   id: string
@@ -20,6 +24,12 @@ export interface Deployment {
   maxConcurrent: number | null
   /** Name of the environment variable holding the upstream's API key; the secret itself is never stored. */
   apiKeyEnv: string | null
+  /**
+   * The role `developer` messages are sent upstream as: `developer` as they came (an upstream that
+   * refuses the role gets them again as `system`), or `system` from the first try, for chat
+   * templates that drop a role they do not know without refusing it.
+   */
+  developerRole: DeveloperRole
   timeouts: { connectMs: number; firstTokenMs: number; idleMs: number; totalMs: number }
   circuit: CircuitSettings
   /** Pacing of the simulator provider. */
@@ -64,6 +74,7 @@ export interface StoredDeployment {
   maxConcurrent: number | null
   timeouts: Deployment['timeouts']
   apiKeyEnv: string | null
+  developerRole: DeveloperRole
   /** Unix seconds. */
   createdAt: number
 }

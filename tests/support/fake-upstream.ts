@@ -174,7 +174,7 @@ export const catalogModelId = 'nile/upstream-chat'
 /** A provider call for a model deployed on `baseUrl`, with overrides. */
 export function upstreamCall(
   baseUrl: string,
-  options: { timeouts?: Partial<Deployment['timeouts']>; apiKeyEnv?: string; signal?: AbortSignal; requestId?: string; modality?: CatalogModel['modality'] } = {},
+  options: { timeouts?: Partial<Deployment['timeouts']>; apiKeyEnv?: string; developerRole?: Deployment['developerRole']; signal?: AbortSignal; requestId?: string; modality?: CatalogModel['modality'] } = {},
 ): ProviderCall {
   const deployment: Deployment = {
     id: 'upstream#0',
@@ -185,6 +185,7 @@ export function upstreamCall(
     weight: 1,
     maxConcurrent: null,
     apiKeyEnv: options.apiKeyEnv ?? null,
+    developerRole: options.developerRole ?? 'developer',
     timeouts: { connectMs: 5_000, firstTokenMs: 5_000, idleMs: 5_000, totalMs: 10_000, ...options.timeouts },
     circuit: defaultRoutingSettings.circuit,
     simulator: { ttftMs: 0, interTokenMs: 0 },

@@ -32,6 +32,13 @@ describe('parseCatalogContents', () => {
 
     expect(settings).toEqual({ circuit: { failures: 5, cooldownMs: 30_000 }, probeIntervalMs: 10_000 })
     expect(models[0]!.deployments[0]!.maxConcurrent).toBeNull()
+    expect(models[0]!.deployments[0]!.developerRole).toBe('developer')
+  })
+
+  test("reads developer_role, 'developer' or 'system'", () => {
+    const { models } = parseCatalogContents(catalogFile([{ ...upstream, developer_role: 'system' }, { ...upstream, id: 'kept', developer_role: 'developer' }]))
+
+    expect(models[0]!.deployments.map(({ developerRole }) => developerRole)).toEqual(['system', 'developer'])
   })
 
   test.each([
@@ -40,6 +47,7 @@ describe('parseCatalogContents', () => {
     [[{ ...upstream, id: 'same' }, { ...upstream, id: 'same' }], 'model nile/test-chat: the deployment id same is used twice'],
     [[{ ...upstream, max_concurrent: 0 }], '/models/0/deployments/0/max_concurrent: Expected integer to be greater or equal to 1'],
     [[{ ...upstream, api_key_env: 'sk-live-secret' }], '/models/0/deployments/0/api_key_env: Expected string to match'],
+    [[{ ...upstream, developer_role: 'user' }], '/models/0/deployments/0/developer_role: Expected union value'],
   ])('refuses %j, saying where, without repeating the value', (deployments, problem) => {
     const error = (() => {
       try {

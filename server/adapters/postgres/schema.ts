@@ -393,6 +393,8 @@ export const deployments = pgTable(
     idleTimeoutMs: integer('idle_timeout_ms').notNull(),
     totalTimeoutMs: integer('total_timeout_ms').notNull(),
     apiKeyEnv: text('api_key_env'),
+    /** The role developer messages are sent upstream as. */
+    developerRole: text('developer_role').$type<'developer' | 'system'>().notNull().default('developer'),
     createdAt: createdAt(),
   },
   (table) => [
@@ -400,5 +402,6 @@ export const deployments = pgTable(
     check('deployments_provider_check', sql`${table.provider} in ('simulator', 'openai-compatible')`),
     check('deployments_weight_check', sql`${table.weight} > 0`),
     check('deployments_max_concurrent_check', sql`${table.maxConcurrent} > 0`),
+    check('deployments_developer_role_check', sql`${table.developerRole} in ('developer', 'system')`),
   ],
 )

@@ -1,5 +1,5 @@
 import { GatewayError } from '@nilegate/shared/errors'
-import { defaultTimeouts, normalizeBaseUrl, type Catalog, type Deployment, type StoredDeployment } from '../catalog'
+import { defaultTimeouts, normalizeBaseUrl, type Catalog, type Deployment, type DeveloperRole, type StoredDeployment } from '../catalog'
 import type { AuditActor } from './audit'
 import type { ChangeBus } from './changes'
 import { followStored } from './follow-stored'
@@ -15,6 +15,7 @@ export interface NewDeployment {
   maxConcurrent?: number | null
   timeouts?: Partial<Deployment['timeouts']>
   apiKeyEnv?: string | null
+  developerRole?: DeveloperRole
 }
 
 /** A deployment to store, complete but for the id and time the database gives it. */
@@ -66,6 +67,7 @@ export function resolveNewDeployment(catalog: Catalog, input: NewDeployment): De
       totalMs: input.timeouts?.totalMs ?? defaultTimeouts.totalMs,
     },
     apiKeyEnv: input.apiKeyEnv ?? null,
+    developerRole: input.developerRole ?? 'developer',
   }
 }
 

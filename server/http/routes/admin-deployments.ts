@@ -35,6 +35,7 @@ const CreateDeployment = t.Object(
       ),
     ),
     api_key_env: nullable(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$', error: 'must be the name of an environment variable, like VLLM_API_KEY' })),
+    developer_role: t.Optional(t.Union([t.Literal('developer'), t.Literal('system')], { error: "must be 'developer' or 'system'" })),
   },
   { additionalProperties: false },
 )
@@ -60,6 +61,7 @@ function deploymentObject(catalog: Catalog, router: Router, model: CatalogModel,
     max_concurrent: deployment.maxConcurrent,
     timeouts_ms: { connect: deployment.timeouts.connectMs, first_token: deployment.timeouts.firstTokenMs, idle: deployment.timeouts.idleMs, total: deployment.timeouts.totalMs },
     api_key_env: deployment.apiKeyEnv,
+    developer_role: deployment.developerRole,
     circuit: { failures: deployment.circuit.failures, cooldown_ms: deployment.circuit.cooldownMs, state: router.circuit(deployment) },
     in_flight: router.inFlight(deployment),
     created_at: stored?.createdAt ?? null,
@@ -108,6 +110,7 @@ export function adminDeploymentRoutes(deps: ManagementDeps, router: Router) {
             maxConcurrent: body.max_concurrent,
             timeouts: { connectMs: body.timeouts_ms?.connect, firstTokenMs: body.timeouts_ms?.first_token, idleMs: body.timeouts_ms?.idle, totalMs: body.timeouts_ms?.total },
             apiKeyEnv: body.api_key_env,
+            developerRole: body.developer_role,
           })
           const { added, deployments } = await store.addDeployment(settings, principal.actor)
           catalog.applyDeployments(deployments)

@@ -75,6 +75,7 @@ describeEachDatabase('the deployments API, /v1/admin/deployments', (context) => 
         max_concurrent: 16,
         timeouts_ms: { connect: 2_000, first_token: 60_000, idle: 60_000, total: 600_000 },
         api_key_env: keyEnv,
+        developer_role: 'developer',
         circuit: { failures: 5, cooldown_ms: 30_000, state: 'closed' },
         in_flight: 0,
         created_at: expect.any(Number),
@@ -108,6 +109,21 @@ describeEachDatabase('the deployments API, /v1/admin/deployments', (context) => 
     expect(gateway.provider.calls.map(({ call }) => call.deployment.id)).toEqual([added.json.id])
   })
 
+  test("stores developer_role and routes with it: the deployment added, the catalog that follows the database, the audit", async () => {
+    const { admin, gateway } = await operatorGateway()
+
+    const added = await admin('POST', '/v1/admin/deployments', { body: { ...vllm, developer_role: 'system' } })
+    const followed = new Catalog(await loadCatalogFile(demoCatalogPath))
+    followed.applyDeployments(await context.current.db.governance.deployments.listDeployments())
+    const routed = gateway.catalog.find(chatModel)!.deployments.find(({ id }) => id === added.json.id)
+    await admin('DELETE', `/v1/admin/deployments/${added.json.id}`)
+
+    expect([added.status, added.json.developer_role]).toEqual([201, 'system'])
+    expect(followed.storedDeployment(added.json.id)!.developerRole).toBe('system')
+    expect(routed!.developerRole).toBe('system')
+    expect((await auditRecords(added.json.id))[0]!.changes).toMatchObject({ after: { developer_role: 'system' } })
+  })
+
   test('the same Idempotency-Key adds the deployment once', async () => {
     const { admin } = await operatorGateway()
     const headers = { 'idempotency-key': crypto.randomUUID() }
@@ -133,6 +149,7 @@ describeEachDatabase('the deployments API, /v1/admin/deployments', (context) => 
       [{ model_id: chatModel, provider: 'simulator', base_url: 'http://10.0.0.5/v1' }, 'base_url'],
       [{ ...vllm, api_key_env: 'sk-pasted-the-key-itself' }, 'api_key_env'],
       [{ ...vllm, weight: 0 }, 'weight'],
+      [{ ...vllm, developer_role: 'user' }, 'developer_role'],
       [{ ...vllm, api_key: 'sk-inline' }, 'api_key'],
     ]
 

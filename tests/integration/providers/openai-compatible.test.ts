@@ -265,6 +265,22 @@ describe('OpenAICompatibleProvider error mapping', () => {
       expect(upstream.requests[1]!.body.messages[0]).toEqual({ role: 'system', content: 'Answer briefly.' })
     })
 
+    test("a deployment set to developer_role 'system' sends them as system from the first try, whole and streamed", async () => {
+      const upstream = templateWithoutDeveloper()
+      const call = () => upstreamCall(upstream.baseUrl, { developerRole: 'system' })
+
+      const whole = await provider.chat(withDeveloper, call())
+      const streamed = contents(await collect(await provider.streamChat({ ...withDeveloper, stream: true }, call())))
+
+      expect([whole.choices[0]!.message.content, streamed]).toEqual(['Hi', 'Hi'])
+      expect(upstream.requests.map((request) => (request.body.messages as Array<{ role: string }>).map((message) => message.role))).toEqual([
+        ['system', 'user'],
+        ['system', 'user'],
+      ])
+      expect(upstream.requests[0]!.body.messages[0]).toEqual({ role: 'system', content: 'Answer briefly.' })
+      expect(withDeveloper.messages[0]!.role).toBe('developer')
+    })
+
     test('asks once when the request has no developer message, or the refusal is not about roles', async () => {
       const aboutRoles = fakeUpstream(() => jsonResponse(refusal, 400))
       const aboutOther = fakeUpstream(() => jsonResponse({ error: { message: 'temperature must be at most 1', type: 'BadRequestError', code: 400 } }, 400))

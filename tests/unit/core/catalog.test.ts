@@ -10,7 +10,7 @@ function fileModel(id: string, options: { status?: 'live' | 'retired'; deploymen
 const file = (...models: unknown[]) => parseCatalogContents({ circuit: { failures: 3, cooldown_ms: 1_000 }, models })
 
 function stored(id: string, modelId: string): StoredDeployment {
-  return { id, modelId, provider: 'openai-compatible', baseUrl: 'http://vllm:8000/v1', upstreamModel: 'm', region: 'EU', weight: 2, maxConcurrent: 4, timeouts: defaultTimeouts, apiKeyEnv: 'VLLM_KEY', createdAt: 1_700_000_000 }
+  return { id, modelId, provider: 'openai-compatible', baseUrl: 'http://vllm:8000/v1', upstreamModel: 'm', region: 'EU', weight: 2, maxConcurrent: 4, timeouts: defaultTimeouts, apiKeyEnv: 'VLLM_KEY', developerRole: 'developer', createdAt: 1_700_000_000 }
 }
 
 describe('Catalog deployments', () => {

@@ -13,6 +13,7 @@ function deployment(id: string, weight = 1, overrides: Partial<Deployment> = {})
     weight,
     maxConcurrent: null,
     apiKeyEnv: null,
+    developerRole: 'developer',
     timeouts: { connectMs: 1_000, firstTokenMs: 1_000, idleMs: 1_000, totalMs: 1_000 },
     circuit: { failures: 5, cooldownMs: 30_000 },
     simulator: { ttftMs: 0, interTokenMs: 0 },

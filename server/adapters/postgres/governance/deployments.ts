@@ -20,6 +20,7 @@ function toStoredDeployment(row: DeploymentRow): StoredDeployment {
     maxConcurrent: row.maxConcurrent,
     timeouts: { connectMs: row.connectTimeoutMs, firstTokenMs: row.firstTokenTimeoutMs, idleMs: row.idleTimeoutMs, totalMs: row.totalTimeoutMs },
     apiKeyEnv: row.apiKeyEnv,
+    developerRole: row.developerRole,
     createdAt: unixSeconds(row.createdAt),
   }
 }
@@ -35,6 +36,7 @@ function auditFields(deployment: DeploymentSettings) {
     weight: deployment.weight,
     max_concurrent: deployment.maxConcurrent,
     api_key_env: deployment.apiKeyEnv,
+    developer_role: deployment.developerRole,
   }
 }
 

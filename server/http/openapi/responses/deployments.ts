@@ -18,6 +18,9 @@ export const Deployment = t.Object({
   max_concurrent: orNull(Type.Integer({ description: 'Requests sent to it at once, at most.' })),
   timeouts_ms: t.Object({ connect: milliseconds(), first_token: milliseconds(), idle: milliseconds(), total: milliseconds() }),
   api_key_env: orNull(t.String({ description: "The environment variable holding the upstream's key; the key itself is never shown." })),
+  developer_role: t.Union([t.Literal('developer'), t.Literal('system')], {
+    description: "The role developer messages are sent upstream as: 'developer' as they came (sent again as 'system' if the upstream refuses the role), or 'system' from the first try.",
+  }),
   circuit: t.Object({
     failures: Type.Integer({ description: 'Failures in a row that open the circuit.' }),
     cooldown_ms: Type.Integer(),

@@ -1,0 +1,2 @@
+ALTER TABLE "deployments" ADD COLUMN "developer_role" text DEFAULT 'developer' NOT NULL;--> statement-breakpoint
+ALTER TABLE "deployments" ADD CONSTRAINT "deployments_developer_role_check" CHECK ("deployments"."developer_role" in ('developer', 'system'));
