@@ -8,6 +8,7 @@ import type { InferenceDeps, InferenceRequest } from '../../core/inference'
 import type { ApiKeyIdentity } from '../../core/ports'
 import { apiKeyAuth, type KeyAuthDeps } from '../plugins/api-key-auth'
 import { lifecycleHeaders } from './changelog'
+import { endOfTurn } from '../end-of-turn'
 import { BodyProblem } from '../request-body'
 import { sseResponse } from '../sse'
 
@@ -42,7 +43,8 @@ export interface ChatExchange {
 
 /**
  * Serves a validated chat request: a `chat.completion`, or with `stream: true` the server-sent
- * events, the first chunk awaited before the 200 so that early failures get a real status.
+ * events, the first chunk awaited before the 200 so that early failures get a real status. The
+ * answer is handed over at the end of the event loop's turn, with the others ready in it.
  */
 export async function serveChat(deps: InferenceDeps, body: ChatCompletionRequest, exchange: ChatExchange) {
   const { identity, request, headers, release } = exchange
@@ -52,6 +54,7 @@ export async function serveChat(deps: InferenceDeps, body: ChatCompletionRequest
       const context = inferenceRequest(request, identity, requestId)
       const completion = await completeChat(deps, body, context)
       setAnswerHeaders(headers, context)
+      await endOfTurn()
       return completion
     } finally {
       release()
@@ -68,7 +71,10 @@ export async function serveChat(deps: InferenceDeps, body: ChatCompletionRequest
     throw error
   }
   setAnswerHeaders(headers, context)
-  return sseResponse(events, headers as Record<string, string>, () => cancelled.abort(), release)
+  // The events are under way (and a cancelled body ends them) while the response waits its turn.
+  const response = sseResponse(events, headers as Record<string, string>, () => cancelled.abort(), release)
+  await endOfTurn()
+  return response
 }
 
 /** Refuses a body the reader could not take, and messages over the per-message limits (422). */
@@ -103,6 +109,7 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
           const context = inferenceRequest(request, identity, set.headers['x-request-id'] as string)
           const embeddings = await createEmbeddings(deps, body, context)
           setAnswerHeaders(set.headers, context)
+          await endOfTurn()
           return embeddings
         } finally {
           release()
