@@ -7,8 +7,7 @@ export interface CircuitSettings {
 }
 
 /** The roles `developer` messages can reach an upstream as. */
-export const developerRoles = ['developer', 'system'] as const
-export type DeveloperRole = (typeof developerRoles)[number]
+export type DeveloperRole = 'developer' | 'system'
 
 /** One upstream that can serve a catalog model. */
 export interface Deployment {

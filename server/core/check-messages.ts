@@ -58,9 +58,9 @@ function isMissing(content: unknown): boolean {
 /**
  * The message rules that need a precise code rather than a schema error: roles (invalid_role),
  * content presence (missing_content), the 422 content limits, and media data an upstream could not
- * read (an image URL that is neither http(s) nor a data URL, data that is not base64, both
- * invalid_request naming the field). Runs on the raw body before
- * schema validation; shapes it does not understand are left to the schema.
+ * read (an image URL that is neither http(s) nor a data URL, data that is not base64: both
+ * invalid_request naming the field). Runs on the raw body before schema validation; shapes it does
+ * not understand are left to the schema.
  */
 export function checkMessages(messages: unknown): void {
   if (!Array.isArray(messages)) return

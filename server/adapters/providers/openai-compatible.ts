@@ -104,9 +104,10 @@ async function postChat(exchange: UpstreamExchange, payload: ChatCompletionReque
 
 /**
  * The client's request as the upstream gets it: under the deployment's model name, with a token
- * limit, its `developer` messages as `system` where the deployment says so, and without the fields that mean something only beside another (`top_logprobs` without
- * `logprobs: true`, `tool_choice` without tools), which vLLM refuses with 400: accepted and
- * ignored, as the simulator does. The caller adds `stream` and its options.
+ * limit, its `developer` messages as `system` where the deployment says so, and without the fields
+ * that mean something only beside another (`top_logprobs` without `logprobs: true`, `tool_choice`
+ * without tools), which vLLM refuses with 400: accepted and ignored, as the simulator does. The
+ * caller adds `stream` and its options.
  */
 function forUpstream(body: ChatCompletionRequest, call: ProviderCall): ChatCompletionRequest {
   const { stream_options: _streamOptions, top_logprobs, tool_choice, ...rest } = body
