@@ -41,7 +41,8 @@ const DeploymentEntry = t.Object({
 })
 
 const ModelEntry = t.Object({
-  id: t.String({ minLength: 1 }),
+  // Requests name a model in at most 256 characters.
+  id: t.String({ minLength: 1, maxLength: 256 }),
   owned_by: t.String(),
   status: t.Optional(t.Union([t.Literal('live'), t.Literal('retired')])),
   modality: t.Union([t.Literal('chat'), t.Literal('embeddings')]),

@@ -80,7 +80,7 @@ export const ToolChoice = t.Union([
 /** The body of POST /v1/chat/completions. Unknown fields are accepted and passed to the upstream. */
 export const ChatCompletionRequest = t.Object(
   {
-    model: t.String({ minLength: 1, error: 'model must be a model id from GET /v1/models' }),
+    model: t.String({ minLength: 1, maxLength: 256, error: 'model must be a model id from GET /v1/models' }),
     messages: t.Array(ChatMessage, { minItems: 1, error: 'messages must be a non-empty array of messages' }),
     temperature: nullable(t.Number({ minimum: 0, maximum: 2, error: 'temperature must be a number from 0 to 2' })),
     top_p: nullable(t.Number({ minimum: 0, maximum: 1, error: 'top_p must be a number from 0 to 1' })),

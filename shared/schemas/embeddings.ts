@@ -3,7 +3,7 @@ import { t } from 'elysia'
 
 /** The body of POST /v1/embeddings. */
 export const EmbeddingsRequest = t.Object({
-  model: t.String({ minLength: 1, error: 'model must be a model id from GET /v1/models' }),
+  model: t.String({ minLength: 1, maxLength: 256, error: 'model must be a model id from GET /v1/models' }),
   input: t.Union(
     [t.String(), t.Array(t.String()), t.Array(Type.Integer({ minimum: 0 })), t.Array(t.Array(Type.Integer({ minimum: 0 })))],
     { error: 'input must be a string, an array of strings, an array of token ids or an array of arrays of token ids' },

@@ -124,6 +124,7 @@ describe('POST /v1/chat/completions', () => {
     [{ stream: 'yes' }, 400, 'invalid_request', 'stream'],
     [{ max_tokens: 1.5 }, 400, 'invalid_request', 'max_tokens'],
     [{ top_logprobs: 21 }, 400, 'invalid_request', 'top_logprobs'],
+    [{ model: 'm'.repeat(257) }, 400, 'invalid_request', 'model'],
   ])('%j answers %i %s', async (overrides, status, code, param) => {
     const { send, provider } = await testApp()
 

@@ -67,6 +67,7 @@ describe('POST /v1/embeddings', () => {
     [{ dimensions: 5000 }, 'invalid_request', 'dimensions'],
     [{ model: chatModel }, 'model_not_supported_on_endpoint', 'model'],
     [{ model: 'nope' }, 'model_not_found', 'model'],
+    [{ model: 'm'.repeat(257) }, 'invalid_request', 'model'],
   ])('case %# answers 400 %s', async (overrides, code, param) => {
     const { send, provider } = await testApp()
 
