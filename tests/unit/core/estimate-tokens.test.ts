@@ -16,6 +16,30 @@ describe('token estimator', () => {
     expect(estimateTextTokens('𠀀𠀁')).toBe(2)
   })
 
+  test('counts every range of Arabic script at two characters a token, and the code units around them at four', () => {
+    // The first and last code unit of each Arabic range, and their neighbours outside it.
+    const arabic = [0x0600, 0x06ff, 0x0750, 0x077f, 0x08a0, 0x08ff, 0xfb50, 0xfdff, 0xfe70, 0xfeff]
+    const other = [0x0700, 0x074f, 0x0780, 0x089f, 0xfb4f, 0xfe00, 0xfe6f, 0xfff0, 0xd7ff, 0xe000]
+    for (const code of arabic) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(2)
+    for (const code of other) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(1)
+    // A lone surrogate, high or low, counts as a character at four a token.
+    expect(estimateTextTokens('\udc00'.repeat(4) + 'abcd')).toBe(2)
+    expect(estimateTextTokens('\ud800'.repeat(4) + 'abcd')).toBe(2)
+    expect(estimateTextTokens('\ud800abc')).toBe(1)
+  })
+
+  test('counts Greek, Cyrillic, Armenian, Hebrew, the Indic scripts, Thai, Lao and Georgian at two characters a token', () => {
+    expect(estimateTextTokens('привет')).toBe(3)
+    expect(estimateTextTokens('नमस्ते')).toBe(3)
+    expect(estimateTextTokens('สวัสดี')).toBe(3)
+    expect(estimateTextTokens('שלום')).toBe(2)
+    // The first and last code unit of each range, and their neighbours outside it.
+    const dense = [0x0370, 0x0400, 0x05ff, 0x0900, 0x0dff, 0x0e00, 0x0eff, 0x10a0, 0x10ff]
+    const other = [0x036f, 0x0800, 0x0f00, 0x109f]
+    for (const code of dense) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(2)
+    for (const code of other) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(1)
+  })
+
   test('counts CJK characters one token each', () => {
     expect(estimateTextTokens('你好世界')).toBe(4)
     expect(estimateTextTokens('こんにちは')).toBe(5)
@@ -23,7 +47,7 @@ describe('token estimator', () => {
     expect(estimateTextTokens('你好 abc')).toBe(3)
     // The first and last code unit of each range, and their neighbours outside it.
     const cjk = [0x1100, 0x11ff, 0x2e80, 0x3000, 0x3042, 0x4e00, 0x9fff, 0xac00, 0xd7af, 0xf900, 0xfaff, 0xff00, 0xffef]
-    const other = [0x10ff, 0x1200, 0x2e7f, 0xa000, 0xabff, 0xd7b0, 0xe000, 0xf8ff, 0xfb00, 0xfff0]
+    const other = [0x1200, 0x2e7f, 0xa000, 0xabff, 0xd7b0, 0xe000, 0xf8ff, 0xfb00, 0xfff0]
     for (const code of cjk) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(4)
     for (const code of other) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(1)
   })
