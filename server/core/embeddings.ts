@@ -52,7 +52,8 @@ export async function createEmbeddings(deps: InferenceDeps, body: EmbeddingsRequ
     }
   }
   await call.admit(estimatedTokens, 0)
-  const result = await call.route((provider, providerCall) => provider.embed(input, dimensions, providerCall)).catch((error: unknown) => call.fail(error))
+  const { model: _model, input: _input, encoding_format: _format, dimensions: _dimensions, ...extra } = body
+  const result = await call.route((provider, providerCall) => provider.embed(input, dimensions, providerCall, extra)).catch((error: unknown) => call.fail(error))
   call.record(call.clientGone ? 499 : 200, result.promptTokens, 0)
   const format = body.encoding_format ?? 'float'
   return {

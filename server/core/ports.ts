@@ -33,7 +33,8 @@ export interface Provider {
    * iterator may be a `ChatChunkIterator` that hands out what has already arrived.
    */
   streamChat(body: ChatCompletionRequest, call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>>
-  embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult>
+  /** `extra`: the request's other fields (`user`, a provider's own), for an upstream that reads them. */
+  embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall, extra?: Record<string, unknown>): Promise<EmbeddingResult>
 }
 
 /** The iterator of a streamed answer's chunks. */

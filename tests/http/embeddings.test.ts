@@ -77,4 +77,13 @@ describe('POST /v1/embeddings', () => {
     expect((await response.json()).error).toMatchObject({ code, param })
     expect(provider.calls).toHaveLength(0)
   })
+
+  test('accepts fields of other providers and hands them, with user, to the provider', async () => {
+    const { send, provider } = await testApp()
+
+    const response = await send('POST', '/v1/embeddings', JSON.stringify({ model: embeddingsModel, input: 'a', user: 'u-1', truncate_prompt_tokens: 512 }))
+
+    expect(response.status).toBe(200)
+    expect(provider.calls[0]!.extra).toEqual({ user: 'u-1', truncate_prompt_tokens: 512 })
+  })
 })

@@ -30,7 +30,7 @@ export function keyIdentity(overrides: Partial<ApiKeyIdentity> = {}): ApiKeyIden
 
 /** A provider whose answers the test scripts; it records the calls it saw. */
 export class ScriptedProvider implements Provider {
-  calls: Array<{ body: unknown; call: ProviderCall }> = []
+  calls: Array<{ body: unknown; call: ProviderCall; extra?: Record<string, unknown> }> = []
   chunks: string[] = ['Hel', 'lo']
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null = { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 }
   failBeforeStart: Error | null = null
@@ -73,8 +73,8 @@ export class ScriptedProvider implements Provider {
     })()
   }
 
-  async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {
-    this.calls.push({ body: input, call })
+  async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall, extra?: Record<string, unknown>): Promise<EmbeddingResult> {
+    this.calls.push({ body: input, call, extra })
     if (this.failBeforeStart) throw this.failBeforeStart
     const size = dimensions ?? 4
     return { vectors: input.items.map((_, i) => Float32Array.from({ length: size }, (_, j) => (i + 1) * 0.25 - j * 0.5)), promptTokens: 5 }

@@ -155,9 +155,9 @@ export class OpenAICompatibleProvider implements Provider {
     }
   }
 
-  async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {
+  async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall, extra: Record<string, unknown> = {}): Promise<EmbeddingResult> {
     const exchange = new UpstreamExchange(call)
-    const payload: Record<string, unknown> = { model: call.deployment.upstreamModel, input: input.items, encoding_format: 'base64' }
+    const payload: Record<string, unknown> = { ...extra, model: call.deployment.upstreamModel, input: input.items, encoding_format: 'base64' }
     if (dimensions !== null) payload.dimensions = dimensions
     try {
       const response = await exchange.post('/embeddings', payload, 'application/json').catch((error: unknown) => {

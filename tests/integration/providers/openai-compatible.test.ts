@@ -692,6 +692,15 @@ describe('OpenAICompatibleProvider.embed', () => {
     expect(upstream.requests[0]!.body).toEqual({ model: 'upstream-model', input: ['first', 'second'], encoding_format: 'base64', dimensions: 4 })
   })
 
+  test("passes the request's other fields, never over its own", async () => {
+    const upstream = fakeUpstream(() => jsonResponse(embeddingsAnswer(vectors.map(base64))))
+    const extra = { user: 'u-1', truncate_prompt_tokens: 512, model: 'other', input: ['other'], encoding_format: 'float' }
+
+    await provider.embed({ kind: 'text', items: ['first', 'second'] }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }), extra)
+
+    expect(upstream.requests[0]!.body).toEqual({ user: 'u-1', truncate_prompt_tokens: 512, model: 'upstream-model', input: ['first', 'second'], encoding_format: 'base64' })
+  })
+
   test('accepts float arrays, puts items in index order and sends token ids as they are', async () => {
     const answer = embeddingsAnswer(vectors, null)
     answer.data.reverse()
