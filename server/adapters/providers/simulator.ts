@@ -234,12 +234,13 @@ export class SimulatorProvider implements Provider {
     const envelope = envelopeFor(call)
     const promptTokens = estimateChatPromptTokens(body)
     const completion = completionTokens(replies)
+    const asked = logprobsAsked(body)
     return {
       id: envelope.id,
       object: 'chat.completion',
       created: envelope.created,
       model: envelope.model,
-      choices: replies.map((reply, index) => ({ index, message: toMessage(reply), logprobs: answerLogprobs(reply, logprobsAsked(body)), finish_reason: reply.finishReason })),
+      choices: replies.map((reply, index) => ({ index, message: toMessage(reply), logprobs: answerLogprobs(reply, asked), finish_reason: reply.finishReason })),
       usage: usageOf(promptTokens, completion),
     }
   }
