@@ -3,14 +3,18 @@ import type { EmbeddingsRequest, EmbeddingsResponse } from '@nilegate/shared/sch
 import { estimateTextTokens } from './estimate-tokens'
 import { InferenceCall, type InferenceDeps, type InferenceRequest } from './inference'
 import type { EmbeddingInput } from './ports'
+import { decodeTokenIds } from './token-ids'
 
 /** Per-call budgets of the embeddings endpoint (DESIGN.md section 9). */
 export const maxTokensPerEmbeddingItem = 8_192
 export const maxEmbeddingItems = 2_048
 export const maxTokensPerEmbeddingCall = 300_000
 
+/** The input as sent: texts, or arrays of token ids. */
+type SentInput = { kind: 'text'; items: string[] } | { kind: 'tokens'; items: number[][] }
+
 /** Normalises the four input shapes and enforces empty_input and the token budgets. */
-export function normalizeEmbeddingInput(input: EmbeddingsRequest['input'], itemTokenLimit: number): { input: EmbeddingInput; estimatedTokens: number } {
+export function normalizeEmbeddingInput(input: EmbeddingsRequest['input'], itemTokenLimit: number): { input: SentInput; estimatedTokens: number } {
   const items: Array<string | number[]> = typeof input === 'string' ? [input] : input.length > 0 && typeof input[0] === 'number' ? [input as number[]] : (input as Array<string | number[]>)
   if (items.length === 0) throw new GatewayError('empty_input', 'input is an empty array.', 'input')
   if (items.length > maxEmbeddingItems) {
@@ -30,7 +34,7 @@ export function normalizeEmbeddingInput(input: EmbeddingsRequest['input'], itemT
   if (total > maxTokensPerEmbeddingCall) {
     throw new GatewayError('input_too_large', `input has about ${total} tokens in all; the limit is ${maxTokensPerEmbeddingCall} per call.`, 'input')
   }
-  const normalized: EmbeddingInput = kind === 'text' ? { kind, items: items as string[] } : { kind, items: items as number[][] }
+  const normalized: SentInput = kind === 'text' ? { kind, items: items as string[] } : { kind, items: items as number[][] }
   return { input: normalized, estimatedTokens: total }
 }
 
@@ -43,7 +47,8 @@ function encodeVector(vector: Float32Array, format: 'float' | 'base64'): number[
 export async function createEmbeddings(deps: InferenceDeps, body: EmbeddingsRequest, request: InferenceRequest): Promise<EmbeddingsResponse> {
   const call = new InferenceCall(deps, request, body.model, 'embeddings', false)
   const { model } = call
-  const { input, estimatedTokens } = normalizeEmbeddingInput(body.input, Math.min(maxTokensPerEmbeddingItem, model.contextWindow))
+  const sent = normalizeEmbeddingInput(body.input, Math.min(maxTokensPerEmbeddingItem, model.contextWindow))
+  const { estimatedTokens } = sent
   const dimensions = body.dimensions ?? null
   if (dimensions !== null) {
     if (!model.supportsDimensions) throw new GatewayError('invalid_request', `The model '${model.id}' does not support dimensions.`, 'dimensions')
@@ -51,6 +56,9 @@ export async function createEmbeddings(deps: InferenceDeps, body: EmbeddingsRequ
       throw new GatewayError('invalid_request', `dimensions is ${dimensions}; '${model.id}' gives at most ${model.embeddingDimensions}.`, 'dimensions')
     }
   }
+  // Ids are decoded before admission: an id that is no token is refused without holding credit.
+  const input: EmbeddingInput =
+    sent.input.kind === 'text' ? { items: sent.input.items, tokens: null } : { items: await decodeTokenIds(sent.input.items, Array.isArray(body.input[0])), tokens: estimatedTokens }
   await call.admit(estimatedTokens, 0)
   const { model: _model, input: _input, encoding_format: _format, dimensions: _dimensions, ...extra } = body
   const result = await call.route((provider, providerCall) => provider.embed(input, dimensions, providerCall, extra)).catch((error: unknown) => call.fail(error))

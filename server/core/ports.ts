@@ -10,8 +10,14 @@ export interface ProviderCall {
   deployment: Deployment
 }
 
-/** Embedding inputs after normalisation: texts, or token-id arrays. */
-export type EmbeddingInput = { kind: 'text'; items: string[] } | { kind: 'tokens'; items: number[][] }
+/**
+ * Embedding inputs after normalisation: texts. Token ids arrive decoded (core/token-ids.ts), with
+ * `tokens`, how many ids there were; null for text.
+ */
+export interface EmbeddingInput {
+  items: string[]
+  tokens: number | null
+}
 
 /** Vectors and the tokens they cost. */
 export interface EmbeddingResult {

@@ -202,15 +202,18 @@ describe.each(['pglite', 'postgres'] satisfies GatewayDatabase[])('the official 
       expectUnitVector(response.data[0]!.embedding, 256)
     })
 
-    test('token ids, one array or several, are embedded and counted as tokens', async () => {
-      const single = await client.embeddings.create({ model: embeddingsModel, input: [101, 2023, 2003, 102] })
-      const several = await client.embeddings.create({ model: embeddingsModel, input: [[101, 2023], [101, 2003, 102]], encoding_format: 'float' })
+    test('token ids of cl100k_base, one array or several, embed as their text and count as tokens', async () => {
+      // "hello world", then "The Nile is long." and "نهر النيل", as cl100k_base ids (LangChain's OpenAIEmbeddings sends these).
+      const single = await client.embeddings.create({ model: embeddingsModel, input: [15339, 1917] })
+      const several = await client.embeddings.create({ model: embeddingsModel, input: [[791, 77290, 374, 1317, 13], [12061, 16552, 11318, 17607, 12061, 96298]], encoding_format: 'float' })
+      const texts = await client.embeddings.create({ model: embeddingsModel, input: ['hello world', 'The Nile is long.', 'نهر النيل'] })
 
       expect(single.data).toHaveLength(1)
       expectUnitVector(single.data[0]!.embedding, embeddingDimensions)
-      expect(single.usage.prompt_tokens).toBe(4)
-      expect(several.data).toHaveLength(2)
-      expect(several.usage.prompt_tokens).toBe(5)
+      expect(single.data[0]!.embedding).toEqual(texts.data[0]!.embedding)
+      expect(several.data.map((item) => item.embedding)).toEqual([texts.data[1]!.embedding, texts.data[2]!.embedding])
+      expect(single.usage.prompt_tokens).toBe(2)
+      expect(several.usage.prompt_tokens).toBe(11)
     })
   })
 
@@ -223,6 +226,7 @@ describe.each(['pglite', 'postgres'] satisfies GatewayDatabase[])('the official 
       ['max_tokens above the context window', () => client.chat.completions.create({ ...question(), max_tokens: 1_000_000 }), { code: 'max_tokens_exceeded', param: 'max_tokens' }],
       ['a chat model on /v1/embeddings', () => client.embeddings.create({ model: chatModel, input: 'hello' }), { code: 'model_not_supported_on_endpoint', param: 'model' }],
       ['an embeddings model on /v1/chat/completions', () => client.chat.completions.create({ ...question(), model: embeddingsModel }), { code: 'model_not_supported_on_endpoint', param: 'model' }],
+      ['a token id that cl100k_base does not have', () => client.embeddings.create({ model: embeddingsModel, input: [[15339], [1917, 100256]] }), { code: 'invalid_request', param: 'input[1][1]' }],
       ['temperature out of range', () => client.chat.completions.create({ ...question(), temperature: 3 }), { code: 'invalid_request', param: 'temperature' }],
       ['dimensions above the model', () => client.embeddings.create({ model: embeddingsModel, input: 'x', dimensions: embeddingDimensions + 1 }), { code: 'invalid_request', param: 'dimensions' }],
     ]

@@ -30,16 +30,33 @@ describe('POST /v1/embeddings', () => {
     expect([0, 4, 8, 12].map((offset) => view.getFloat32(offset, true))).toEqual([0.25, -0.25, -0.75, -1.25])
   })
 
-  test('takes token ids and arrays of token ids', async () => {
+  test('takes token ids and arrays of token ids of cl100k_base, and hands the provider their text', async () => {
     const { api, provider } = await testApp()
 
-    await api.v1.embeddings.post({ model: embeddingsModel, input: [1212, 318, 257] })
-    await api.v1.embeddings.post({ model: embeddingsModel, input: [[1212, 318], [57668, 53901]] })
+    await api.v1.embeddings.post({ model: embeddingsModel, input: [15339, 1917] })
+    await api.v1.embeddings.post({ model: embeddingsModel, input: [[791, 77290, 374, 1317, 13], [12061, 16552, 11318, 17607, 12061, 96298]] })
 
     expect(provider.calls.map((call) => call.body)).toEqual([
-      { kind: 'tokens', items: [[1212, 318, 257]] },
-      { kind: 'tokens', items: [[1212, 318], [57668, 53901]] },
+      { items: ['hello world'], tokens: 2 },
+      { items: ['The Nile is long.', 'نهر النيل'], tokens: 11 },
     ])
+  })
+
+  test.each([
+    [[15339, 100256], 'input[1]'],
+    [[15339, 2 ** 40], 'input[1]'],
+    [[[15339], [1917, 1917, 200_000]], 'input[1][2]'],
+  ])('case %# refuses an id that is no token of cl100k_base, naming it', async (input, param) => {
+    const { send, provider, usage } = await testApp()
+
+    const response = await send('POST', '/v1/embeddings', JSON.stringify({ model: embeddingsModel, input }))
+
+    expect(response.status).toBe(400)
+    const { error } = await response.json()
+    expect(error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error', param })
+    expect(error.message).toContain('cl100k_base')
+    expect(provider.calls).toHaveLength(0)
+    expect(usage).toHaveLength(0)
   })
 
   test('passes dimensions to the provider', async () => {

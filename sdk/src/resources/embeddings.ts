@@ -27,7 +27,7 @@ export function decodeFloat32Base64(base64: string): number[] {
 export class Embeddings {
   constructor(private readonly api: GatewayApi) {}
 
-  /** The embeddings of `input` (a string, strings, token ids or arrays of them). */
+  /** The embeddings of `input` (a string, strings, token ids of cl100k_base or arrays of them). */
   async create(params: EmbeddingCreateParams, options?: RequestOptions): Promise<CreateEmbeddingResponse> {
     const answer = await unwrap(this.api.v1.embeddings.post({ ...params, encoding_format: params.encoding_format ?? 'base64' }, callOptions(options)))
     return {

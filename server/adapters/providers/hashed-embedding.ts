@@ -1,14 +1,13 @@
 /**
- * Embeddings without a model: feature-hashed character 3-grams and whole words (token-id 1- and
- * 2-grams for token input), signed into a fixed number of buckets and L2-normalised. Texts that share
- * words and fragments get vectors with a high cosine similarity.
+ * Embeddings without a model: feature-hashed character 3-grams and whole words, signed into a fixed
+ * number of buckets and L2-normalised. Texts that share words and fragments get vectors with a high
+ * cosine similarity.
  */
 import { hashSeed, hashStep, mixHash } from './stable-hash'
 
 const space = 32
 const wordWeight = 2
 const wordSalt = 0x5bd1e995
-const bigramSalt = 0x27d4eb2f
 
 /** Whitespace and punctuation (ASCII, general, Arabic) separate words. */
 function isSeparator(code: number): boolean {
@@ -74,18 +73,6 @@ export function embedText(text: string, dimensions: number): Float32Array {
     }
     first = second
     second = code
-  }
-  return normalize(vector)
-}
-
-/** A unit vector of `dimensions` for a sequence of token ids. */
-export function embedTokenIds(ids: readonly number[], dimensions: number): Float32Array {
-  const vector = new Float32Array(dimensions)
-  let previous = -1
-  for (const id of ids) {
-    addFeature(vector, hashStep(hashSeed, id), 1)
-    if (previous !== -1) addFeature(vector, hashStep(hashStep(hashSeed ^ bigramSalt, previous), id), 1)
-    previous = id
   }
   return normalize(vector)
 }

@@ -181,8 +181,8 @@ function rejectsBase64(error: unknown): boolean {
 }
 
 function estimateInputTokens(input: EmbeddingInput): number {
+  if (input.tokens !== null) return input.tokens
   let tokens = 0
-  if (input.kind === 'tokens') for (const ids of input.items) tokens += ids.length
-  else for (const text of input.items) tokens += estimateTextTokens(text)
+  for (const text of input.items) tokens += estimateTextTokens(text)
   return tokens
 }

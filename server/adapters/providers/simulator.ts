@@ -1,7 +1,7 @@
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, TokenLogprob, ToolCallDelta } from '@nilegate/shared/schemas/chat'
 import { estimateChatPromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
 import type { ChatChunkIterator, EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
-import { embedText, embedTokenIds } from './hashed-embedding'
+import { embedText } from './hashed-embedding'
 import { planReplies, type SimulatedReply, type SimulatedToolCall } from './simulated-reply'
 import { stableHash } from './stable-hash'
 import { usageOf } from '@nilegate/shared/schemas/common'
@@ -254,13 +254,8 @@ export class SimulatorProvider implements Provider {
   async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {
     await pause(call.deployment.simulator.ttftMs, call.signal)
     const size = dimensions ?? call.model.embeddingDimensions ?? defaultEmbeddingDimensions
-    if (input.kind === 'tokens') {
-      let promptTokens = 0
-      for (const ids of input.items) promptTokens += ids.length
-      return { vectors: input.items.map((ids) => embedTokenIds(ids, size)), promptTokens }
-    }
-    let promptTokens = 0
-    for (const text of input.items) promptTokens += estimateTextTokens(text)
+    let promptTokens = input.tokens ?? 0
+    if (input.tokens === null) for (const text of input.items) promptTokens += estimateTextTokens(text)
     return { vectors: input.items.map((text) => embedText(text, size)), promptTokens }
   }
 }

@@ -22,7 +22,7 @@ export const documentInfo = {
 /** Each tag's description, in the order the reference shows them. */
 export const tagDescriptions: Readonly<Record<Tag, string>> = {
   Chat: 'Chat completions, plain or streamed.',
-  Embeddings: 'Vectors for text or token ids.',
+  Embeddings: 'Vectors for text, or for token ids of cl100k_base (decoded to their text).',
   Models: 'The catalog: models, prices and retirements.',
   Auth: 'Accounts and sessions.',
   Organizations: 'Your organizations and their settings.',

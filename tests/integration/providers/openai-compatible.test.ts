@@ -684,7 +684,7 @@ describe('OpenAICompatibleProvider.embed', () => {
   test('asks for base64, passes dimensions, and decodes little-endian float32', async () => {
     const upstream = fakeUpstream(() => jsonResponse(embeddingsAnswer(vectors.map(base64))))
 
-    const result = await provider.embed({ kind: 'text', items: ['first', 'second'] }, 4, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const result = await provider.embed({ items: ['first', 'second'], tokens: null }, 4, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
 
     expect(result.vectors.map((vector) => Array.from(vector))).toEqual(vectors)
     expect(result.promptTokens).toBe(6)
@@ -696,21 +696,21 @@ describe('OpenAICompatibleProvider.embed', () => {
     const upstream = fakeUpstream(() => jsonResponse(embeddingsAnswer(vectors.map(base64))))
     const extra = { user: 'u-1', truncate_prompt_tokens: 512, model: 'other', input: ['other'], encoding_format: 'float' }
 
-    await provider.embed({ kind: 'text', items: ['first', 'second'] }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }), extra)
+    await provider.embed({ items: ['first', 'second'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }), extra)
 
     expect(upstream.requests[0]!.body).toEqual({ user: 'u-1', truncate_prompt_tokens: 512, model: 'upstream-model', input: ['first', 'second'], encoding_format: 'base64' })
   })
 
-  test('accepts float arrays, puts items in index order and sends token ids as they are', async () => {
+  test('accepts float arrays, puts items in index order, and counts the ids of decoded token input when no usage is reported', async () => {
     const answer = embeddingsAnswer(vectors, null)
     answer.data.reverse()
     const upstream = fakeUpstream(() => jsonResponse(answer))
 
-    const result = await provider.embed({ kind: 'tokens', items: [[1, 2, 3], [4, 5]] }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const result = await provider.embed({ items: ['a bc', 'de'], tokens: 5 }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
 
     expect(result.vectors.map((vector) => Array.from(vector))).toEqual(vectors)
     expect(result.promptTokens).toBe(5)
-    expect(upstream.requests[0]!.body).toEqual({ model: 'upstream-model', input: [[1, 2, 3], [4, 5]], encoding_format: 'base64' })
+    expect(upstream.requests[0]!.body).toEqual({ model: 'upstream-model', input: ['a bc', 'de'], encoding_format: 'base64' })
   })
 
   test('asks again for floats when the upstream rejects base64', async () => {
@@ -720,7 +720,7 @@ describe('OpenAICompatibleProvider.embed', () => {
         : jsonResponse(embeddingsAnswer(vectors)),
     )
 
-    const result = await provider.embed({ kind: 'text', items: ['first', 'second'] }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const result = await provider.embed({ items: ['first', 'second'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
 
     expect(result.vectors).toHaveLength(2)
     expect(upstream.requests.map((request) => request.body.encoding_format)).toEqual(['base64', 'float'])
@@ -729,8 +729,8 @@ describe('OpenAICompatibleProvider.embed', () => {
   test('estimates prompt tokens when the upstream reports none, and rejects a wrong vector count', async () => {
     const upstream = fakeUpstream((request) => jsonResponse(embeddingsAnswer(request.body.input.length === 1 ? [base64(vectors[0]!)] : [base64(vectors[0]!)], null)))
 
-    const one = await provider.embed({ kind: 'text', items: ['twelve chars'] }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
-    const error = await caught(provider.embed({ kind: 'text', items: ['a', 'b'] }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' })))
+    const one = await provider.embed({ items: ['twelve chars'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const error = await caught(provider.embed({ items: ['a', 'b'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' })))
 
     expect(one.promptTokens).toBe(estimateTextTokens('twelve chars'))
     expect(error).toMatchObject({ code: 'no_healthy_backends' })
@@ -739,7 +739,7 @@ describe('OpenAICompatibleProvider.embed', () => {
   test('estimates prompt tokens when the upstream reports a count it cannot bill', async () => {
     const upstream = fakeUpstream(() => jsonResponse({ ...embeddingsAnswer([base64(vectors[0]!)], null), usage: { prompt_tokens: -4, total_tokens: -4 } }))
 
-    const result = await provider.embed({ kind: 'text', items: ['twelve chars'] }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const result = await provider.embed({ items: ['twelve chars'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
 
     expect(result.promptTokens).toBe(estimateTextTokens('twelve chars'))
   })
