@@ -95,6 +95,22 @@ describe('admission on the inference routes', () => {
     expect((await answers[0]!.json()).error.code).toBe('insufficient_balance')
   })
 
+  test('an Amharic prompt is held at three tokens a character, a Vietnamese one at a token a marked letter', async () => {
+    const maxTokens = 10
+    const worstCase = (promptTokens: number) => costMicros(promptTokens, maxTokens, inputPrice, outputPrice)
+    // 1,500 Ethiopic characters: cl100k_base makes about 2.7 tokens of each.
+    const amharic = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'ሰላም'.repeat(500) }] })
+    // 2,000 characters, 1,000 of them letters with two marks.
+    const vietnamese = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'ệt'.repeat(1_000) }] })
+    const latin = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'et'.repeat(1_000) }] })
+    // Enough for 1,000 tokens: the old estimate of either (375 and 500), not the new (4,500 and 1,250).
+    const { send } = await testApp({ balanceMicros: worstCase(1_000) })
+
+    const answers = [await post(send, amharic), await post(send, vietnamese), await post(send, latin)]
+
+    expect(answers.map((answer) => answer.status)).toEqual([402, 402, 200])
+  })
+
   test('key and project monthly caps answer 402 with their codes, the project cap quoted in EGP', async () => {
     const keyCapped = await testApp({ identity: keyIdentity({ keyMonthlyCapMicros: 100n }) })
     const projectCapped = await testApp({ identity: keyIdentity({ projectMonthlyCapMicros: 2_500_000n }) })
