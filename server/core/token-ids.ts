@@ -3,11 +3,11 @@ import type { Tiktoken } from 'js-tiktoken/lite'
 
 /**
  * Token ids sent to the embeddings endpoint, as the text they stand for. Clients send ids of
- * OpenAI's cl100k_base encoding: LangChain's OpenAIEmbeddings does so by default, whatever the
- * model is called. A model with a vocabulary of its own would read those ids as other tokens and
+ * OpenAI's cl100k_base encoding: LangChain's OpenAIEmbeddings for Python does so by default,
+ * whatever the model is called. A model with a vocabulary of its own would read those ids as other tokens and
  * embed something else without a word, so they are decoded here and every provider embeds text.
  */
-export const tokenIdEncoding = 'cl100k_base'
+const tokenIdEncoding = 'cl100k_base'
 
 // cl100k_base has 100,256 byte-pair tokens, ids 0 to 100,255, and special tokens above them
 // (<|endoftext|> is 100,257) with gaps between.
@@ -23,15 +23,18 @@ interface Encoding {
 let loading: Promise<Encoding> | null = null
 
 function encoding(): Promise<Encoding> {
-  loading ??= Promise.all([import('js-tiktoken/lite'), import('js-tiktoken/ranks/cl100k_base')]).then(([{ Tiktoken }, { default: ranks }]) => ({
+  if (loading) return loading
+  loading = Promise.all([import('js-tiktoken/lite'), import('js-tiktoken/ranks/cl100k_base')]).then(([{ Tiktoken }, { default: ranks }]) => ({
     tiktoken: new Tiktoken(ranks),
     specialIds: new Set(Object.values(ranks.special_tokens)),
   }))
+  // A load that failed is tried again by the next request rather than failing every one after it.
+  loading.catch(() => (loading = null))
   return loading
 }
 
-// About a millisecond of decoding: the event loop is let in between, so that a call of 300,000 ids
-// does not hold every other response for tens of milliseconds.
+// 1 to 2 ms of decoding here: the event loop is let in between, so that a call of 300,000 ids (40
+// to 90 ms) does not hold every other response all that time.
 const idsPerSlice = 8_192
 
 /**
