@@ -203,7 +203,7 @@ describe.each(['pglite', 'postgres'] satisfies GatewayDatabase[])('the official 
     })
 
     test('token ids of cl100k_base, one array or several, embed as their text and count as tokens', async () => {
-      // "hello world", then "The Nile is long." and "نهر النيل", as cl100k_base ids (LangChain's OpenAIEmbeddings sends these).
+      // "hello world", then "The Nile is long." and "نهر النيل", as cl100k_base ids (LangChain's Python OpenAIEmbeddings sends these).
       const single = await client.embeddings.create({ model: embeddingsModel, input: [15339, 1917] })
       const several = await client.embeddings.create({ model: embeddingsModel, input: [[791, 77290, 374, 1317, 13], [12061, 16552, 11318, 17607, 12061, 96298]], encoding_format: 'float' })
       const texts = await client.embeddings.create({ model: embeddingsModel, input: ['hello world', 'The Nile is long.', 'نهر النيل'] })

@@ -98,7 +98,7 @@ describe('admission on the inference routes', () => {
   test('an Amharic prompt is held at three tokens a character, a Vietnamese one at a token a marked letter', async () => {
     const maxTokens = 10
     const worstCase = (promptTokens: number) => costMicros(promptTokens, maxTokens, inputPrice, outputPrice)
-    // 1,500 Ethiopic characters: cl100k_base makes about 2.7 tokens of each.
+    // 1,500 Ethiopic characters: cl100k_base makes about 3 tokens of each.
     const amharic = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'ሰላም'.repeat(500) }] })
     // 2,000 characters, 1,000 of them letters with two marks.
     const vietnamese = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'ệt'.repeat(1_000) }] })

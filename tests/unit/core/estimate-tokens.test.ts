@@ -39,7 +39,7 @@ describe('token estimator', () => {
     // The first and last code unit of each range, and their neighbours outside it.
     const dense = [0x0370, 0x0400, 0x05ff, 0x0900, 0x0dff, 0x0e00, 0x0eff, 0x10a0, 0x10ff]
     for (const code of dense) expect(estimateTextTokens(String.fromCharCode(code).repeat(4))).toBe(2)
-    // Their neighbours: a combining mark, Samaritan, Tibetan, Myanmar, and past Georgian.
+    // Their neighbours: a combining mark, Samaritan, Tibetan, Myanmar, Hangul Jamo past Georgian, Ethiopic.
     expect([0x036f, 0x0800, 0x0f00, 0x109f, 0x1100, 0x1200].map((code) => estimateTextTokens(String.fromCharCode(code).repeat(4)))).toEqual([4, 12, 12, 12, 4, 12])
   })
 
