@@ -47,8 +47,7 @@ function encodeVector(vector: Float32Array, format: 'float' | 'base64'): number[
 export async function createEmbeddings(deps: InferenceDeps, body: EmbeddingsRequest, request: InferenceRequest): Promise<EmbeddingsResponse> {
   const call = new InferenceCall(deps, request, body.model, 'embeddings', false)
   const { model } = call
-  const sent = normalizeEmbeddingInput(body.input, Math.min(maxTokensPerEmbeddingItem, model.contextWindow))
-  const { estimatedTokens } = sent
+  const { input: sent, estimatedTokens } = normalizeEmbeddingInput(body.input, Math.min(maxTokensPerEmbeddingItem, model.contextWindow))
   const dimensions = body.dimensions ?? null
   if (dimensions !== null) {
     if (!model.supportsDimensions) throw new GatewayError('invalid_request', `The model '${model.id}' does not support dimensions.`, 'dimensions')
@@ -57,8 +56,8 @@ export async function createEmbeddings(deps: InferenceDeps, body: EmbeddingsRequ
     }
   }
   // Ids are decoded before admission: an id that is no token is refused without holding credit.
-  const input: EmbeddingInput =
-    sent.input.kind === 'text' ? { items: sent.input.items, tokens: null } : { items: await decodeTokenIds(sent.input.items, Array.isArray(body.input[0])), tokens: estimatedTokens }
+  const items = sent.kind === 'text' ? sent.items : await decodeTokenIds(sent.items, Array.isArray(body.input[0]))
+  const input: EmbeddingInput = { items, tokens: estimatedTokens }
   await call.admit(estimatedTokens, 0)
   const { model: _model, input: _input, encoding_format: _format, dimensions: _dimensions, ...extra } = body
   const result = await call.route((provider, providerCall) => provider.embed(input, dimensions, providerCall, extra)).catch((error: unknown) => call.fail(error))

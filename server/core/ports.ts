@@ -11,12 +11,13 @@ export interface ProviderCall {
 }
 
 /**
- * Embedding inputs after normalisation: texts. Token ids arrive decoded (core/token-ids.ts), with
- * `tokens`, how many ids there were; null for text.
+ * Embedding inputs after normalisation: texts (token ids arrive decoded, core/token-ids.ts), and
+ * the tokens they count as when an upstream reports none: the ids sent, or the estimate of the text
+ * that admission held.
  */
 export interface EmbeddingInput {
   items: string[]
-  tokens: number | null
+  tokens: number
 }
 
 /** Vectors and the tokens they cost. */

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { estimateTextTokens } from '../../server/core/estimate-tokens'
 import { chatModel, embeddingsModel, testApp } from '../support/test-app'
 
 describe('POST /v1/embeddings', () => {
@@ -40,6 +41,14 @@ describe('POST /v1/embeddings', () => {
       { items: ['hello world'], tokens: 2 },
       { items: ['The Nile is long.', 'نهر النيل'], tokens: 11 },
     ])
+  })
+
+  test('hands the provider text with the estimate of its tokens that admission held', async () => {
+    const { api, provider } = await testApp()
+
+    await api.v1.embeddings.post({ model: embeddingsModel, input: ['The Nile is long.', 'نهر النيل طويل'] })
+
+    expect(provider.calls[0]!.body).toEqual({ items: ['The Nile is long.', 'نهر النيل طويل'], tokens: estimateTextTokens('The Nile is long.') + estimateTextTokens('نهر النيل طويل') })
   })
 
   test.each([

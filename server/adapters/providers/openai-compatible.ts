@@ -168,7 +168,7 @@ export class OpenAICompatibleProvider implements Provider {
       const vectors = toVectors(answer, input.items.length)
       const usage = isRecord(answer) ? answer.usage : undefined
       const reported = isRecord(usage) && isTokenCount(usage.prompt_tokens) ? usage.prompt_tokens : null
-      return { vectors, promptTokens: reported ?? estimateInputTokens(input) }
+      return { vectors, promptTokens: reported ?? input.tokens }
     } finally {
       exchange.close()
     }
@@ -178,11 +178,4 @@ export class OpenAICompatibleProvider implements Provider {
 /** Some servers (older vLLM, llama.cpp) answer 400 to base64 embeddings; they get one retry asking for floats. */
 function rejectsBase64(error: unknown): boolean {
   return error instanceof GatewayError && error.code === 'invalid_request' && /base64|encoding_format/i.test(error.message)
-}
-
-function estimateInputTokens(input: EmbeddingInput): number {
-  if (input.tokens !== null) return input.tokens
-  let tokens = 0
-  for (const text of input.items) tokens += estimateTextTokens(text)
-  return tokens
 }

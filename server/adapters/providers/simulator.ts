@@ -1,5 +1,5 @@
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, TokenLogprob, ToolCallDelta } from '@nilegate/shared/schemas/chat'
-import { estimateChatPromptTokens, estimateTextTokens } from '../../core/estimate-tokens'
+import { estimateChatPromptTokens } from '../../core/estimate-tokens'
 import type { ChatChunkIterator, EmbeddingInput, EmbeddingResult, Provider, ProviderCall } from '../../core/ports'
 import { embedText } from './hashed-embedding'
 import { planReplies, type SimulatedReply, type SimulatedToolCall } from './simulated-reply'
@@ -254,8 +254,6 @@ export class SimulatorProvider implements Provider {
   async embed(input: EmbeddingInput, dimensions: number | null, call: ProviderCall): Promise<EmbeddingResult> {
     await pause(call.deployment.simulator.ttftMs, call.signal)
     const size = dimensions ?? call.model.embeddingDimensions ?? defaultEmbeddingDimensions
-    let promptTokens = input.tokens ?? 0
-    if (input.tokens === null) for (const text of input.items) promptTokens += estimateTextTokens(text)
-    return { vectors: input.items.map((text) => embedText(text, size)), promptTokens }
+    return { vectors: input.items.map((text) => embedText(text, size)), promptTokens: input.tokens }
   }
 }

@@ -6,6 +6,7 @@ import { maxEventChars } from '../../../server/adapters/providers/upstream-chunk
 import { maxAnswerBytes, readCapped } from '../../../server/adapters/providers/upstream-exchange'
 import { estimatePromptTokens, estimateTextTokens } from '../../../server/core/estimate-tokens'
 import type { ChatChunkIterator } from '../../../server/core/ports'
+import { textInput } from '../../support/embedding-input'
 import {
   catalogModelId,
   ControlledStream,
@@ -684,7 +685,7 @@ describe('OpenAICompatibleProvider.embed', () => {
   test('asks for base64, passes dimensions, and decodes little-endian float32', async () => {
     const upstream = fakeUpstream(() => jsonResponse(embeddingsAnswer(vectors.map(base64))))
 
-    const result = await provider.embed({ items: ['first', 'second'], tokens: null }, 4, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const result = await provider.embed(textInput(['first', 'second']), 4, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
 
     expect(result.vectors.map((vector) => Array.from(vector))).toEqual(vectors)
     expect(result.promptTokens).toBe(6)
@@ -696,7 +697,7 @@ describe('OpenAICompatibleProvider.embed', () => {
     const upstream = fakeUpstream(() => jsonResponse(embeddingsAnswer(vectors.map(base64))))
     const extra = { user: 'u-1', truncate_prompt_tokens: 512, model: 'other', input: ['other'], encoding_format: 'float' }
 
-    await provider.embed({ items: ['first', 'second'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }), extra)
+    await provider.embed(textInput(['first', 'second']), null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }), extra)
 
     expect(upstream.requests[0]!.body).toEqual({ user: 'u-1', truncate_prompt_tokens: 512, model: 'upstream-model', input: ['first', 'second'], encoding_format: 'base64' })
   })
@@ -720,26 +721,26 @@ describe('OpenAICompatibleProvider.embed', () => {
         : jsonResponse(embeddingsAnswer(vectors)),
     )
 
-    const result = await provider.embed({ items: ['first', 'second'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const result = await provider.embed(textInput(['first', 'second']), null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
 
     expect(result.vectors).toHaveLength(2)
     expect(upstream.requests.map((request) => request.body.encoding_format)).toEqual(['base64', 'float'])
   })
 
-  test('estimates prompt tokens when the upstream reports none, and rejects a wrong vector count', async () => {
+  test('counts the input\'s tokens when the upstream reports none, and rejects a wrong vector count', async () => {
     const upstream = fakeUpstream((request) => jsonResponse(embeddingsAnswer(request.body.input.length === 1 ? [base64(vectors[0]!)] : [base64(vectors[0]!)], null)))
 
-    const one = await provider.embed({ items: ['twelve chars'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
-    const error = await caught(provider.embed({ items: ['a', 'b'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' })))
+    const one = await provider.embed(textInput(['twelve chars']), null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const error = await caught(provider.embed(textInput(['a', 'b']), null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' })))
 
     expect(one.promptTokens).toBe(estimateTextTokens('twelve chars'))
     expect(error).toMatchObject({ code: 'no_healthy_backends' })
   })
 
-  test('estimates prompt tokens when the upstream reports a count it cannot bill', async () => {
+  test('counts the input\'s tokens when the upstream reports a count it cannot bill', async () => {
     const upstream = fakeUpstream(() => jsonResponse({ ...embeddingsAnswer([base64(vectors[0]!)], null), usage: { prompt_tokens: -4, total_tokens: -4 } }))
 
-    const result = await provider.embed({ items: ['twelve chars'], tokens: null }, null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
+    const result = await provider.embed(textInput(['twelve chars']), null, upstreamCall(upstream.baseUrl, { modality: 'embeddings' }))
 
     expect(result.promptTokens).toBe(estimateTextTokens('twelve chars'))
   })

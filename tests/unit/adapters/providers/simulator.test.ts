@@ -5,6 +5,7 @@ import { SimulatorProvider } from '../../../../server/adapters/providers/simulat
 import type { CatalogModel } from '../../../../server/core/catalog'
 import { estimatePromptTokens, estimateTextTokens } from '../../../../server/core/estimate-tokens'
 import type { ChatChunkIterator, ProviderCall } from '../../../../server/core/ports'
+import { textInput } from '../../../support/embedding-input'
 import { parseCatalogFile } from '../../../../server/catalog-file'
 import demoCatalog from '../../../../server/demo-catalog.json'
 
@@ -479,8 +480,8 @@ describe('SimulatorProvider.embed', () => {
   const embedCall = () => simulatorCall({}, embeddingModel!)
 
   test("returns unit vectors of the model's dimensions, or of the requested ones", async () => {
-    const full = await simulator.embed({ items: ['The Nile is long.', 'نهر النيل طويل'], tokens: null }, null, embedCall())
-    const short = await simulator.embed({ items: ['The Nile is long.'], tokens: null }, 256, embedCall())
+    const full = await simulator.embed(textInput(['The Nile is long.', 'نهر النيل طويل']), null, embedCall())
+    const short = await simulator.embed(textInput(['The Nile is long.']), 256, embedCall())
 
     expect(full.vectors.map((vector) => vector.length)).toEqual([1024, 1024])
     expect(short.vectors[0]!.length).toBe(256)
@@ -488,18 +489,15 @@ describe('SimulatorProvider.embed', () => {
   })
 
   test('is deterministic', async () => {
-    const first = await simulator.embed({ items: ['same text'], tokens: null }, 64, embedCall())
-    const second = await simulator.embed({ items: ['same text'], tokens: null }, 64, embedCall())
+    const first = await simulator.embed(textInput(['same text']), 64, embedCall())
+    const second = await simulator.embed(textInput(['same text']), 64, embedCall())
 
     expect(Array.from(second.vectors[0]!)).toEqual(Array.from(first.vectors[0]!))
   })
 
   test('gives similar texts more similar vectors', async () => {
     const { vectors } = await simulator.embed(
-      {
-        items: ['The cat sat on the mat.', 'The cat sat on a mat!', 'A cat was sitting on the mat.', 'Quarterly revenue grew by eight percent.'],
-        tokens: null,
-      },
+      textInput(['The cat sat on the mat.', 'The cat sat on a mat!', 'A cat was sitting on the mat.', 'Quarterly revenue grew by eight percent.']),
       null,
       embedCall(),
     )
@@ -510,23 +508,17 @@ describe('SimulatorProvider.embed', () => {
   })
 
   test('ignores case, punctuation and Arabic diacritics', async () => {
-    const { vectors } = await simulator.embed({ items: ['Hello, World!', 'hello world', 'كَتَبَ الطالبُ', 'كتب الطالب'], tokens: null }, null, embedCall())
+    const { vectors } = await simulator.embed(textInput(['Hello, World!', 'hello world', 'كَتَبَ الطالبُ', 'كتب الطالب']), null, embedCall())
 
     expect(cosine(vectors[0]!, vectors[1]!)).toBeCloseTo(1, 5)
     expect(cosine(vectors[2]!, vectors[3]!)).toBeCloseTo(1, 5)
   })
 
-  test('counts decoded token input by the ids it had', async () => {
-    const { promptTokens } = await simulator.embed({ items: ['The Nile is long.', 'نهر النيل طويل'], tokens: 13 }, null, embedCall())
+  test('counts the tokens the input counts as: the ids sent, or the estimate of the text', async () => {
+    const ids = await simulator.embed({ items: ['The Nile is long.', 'نهر النيل طويل'], tokens: 13 }, null, embedCall())
+    const text = await simulator.embed(textInput(['The Nile is long.', 'نهر النيل طويل']), null, embedCall())
 
-    expect(promptTokens).toBe(13)
-  })
-
-  test('counts text prompt tokens with the estimator', async () => {
-    const items = ['The Nile is long.', 'نهر النيل طويل']
-
-    const { promptTokens } = await simulator.embed({ items, tokens: null }, null, embedCall())
-
-    expect(promptTokens).toBe(estimateTextTokens(items[0]!) + estimateTextTokens(items[1]!))
+    expect(ids.promptTokens).toBe(13)
+    expect(text.promptTokens).toBe(estimateTextTokens('The Nile is long.') + estimateTextTokens('نهر النيل طويل'))
   })
 })
