@@ -77,7 +77,9 @@ export type ErrorCode = keyof typeof errorCatalog
 
 /** The OpenAI error envelope. */
 export interface ErrorBody {
-  error: { type: string; message: string; code: ErrorCode; param: string | null }
+  /** `request_id` is set on request_too_large (SPEC 7.1), the same value as `X-Request-Id`. */
+  error: { type: string; message: string; code: ErrorCode; param: string | null; request_id?: string }
+  /** The same request id at the top level, where the first version put it; kept for clients that read it there. */
   request_id?: string
 }
 
@@ -98,8 +100,11 @@ export class GatewayError extends Error {
     return errorCatalog[this.code].status
   }
 
-  toBody(): ErrorBody {
-    return { error: { type: errorCatalog[this.code].type, message: this.message, code: this.code, param: this.param } }
+  /** The envelope; given a request id, it is carried inside `error` and beside it. */
+  toBody(requestId?: string): ErrorBody {
+    const error = { type: errorCatalog[this.code].type, message: this.message, code: this.code, param: this.param }
+    if (requestId === undefined) return { error }
+    return { error: { ...error, request_id: requestId }, request_id: requestId }
   }
 }
 

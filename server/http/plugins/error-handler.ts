@@ -123,8 +123,8 @@ export function errorHandler(routes: RouteTable) {
     }
     set.status = gatewayError.status
     if (gatewayError.retryAfterS !== undefined) set.headers['retry-after'] = String(gatewayError.retryAfterS)
-    const body: ErrorBody = gatewayError.toBody()
-    if (gatewayError.code === 'request_too_large') body.request_id = set.headers['x-request-id'] as string
+    // A 413 may reach a client that had not finished sending: the body names the request itself.
+    const body: ErrorBody = gatewayError.toBody(gatewayError.code === 'request_too_large' ? (set.headers['x-request-id'] as string) : undefined)
     return body
   })
 }

@@ -13,6 +13,7 @@ export const ErrorResponse = t.Object({
     message: t.String(),
     code: Type.Unsafe<ErrorCode>({ type: 'string', enum: codes }),
     param: orNull(t.String({ description: 'The request field at fault, like `messages[2].role`.' })),
+    request_id: t.Optional(t.String({ description: 'The request id, on 413 answers (whose body a client may not have finished sending).' })),
   }),
   request_id: t.Optional(t.String({ description: 'The request id, on 413 answers (whose body a client may not have finished sending).' })),
 })
