@@ -199,8 +199,14 @@ export interface AdmissionStore {
    * expired, or a credit arrived whose ledger row the read may have missed): begin again.
    */
   finishLoad(orgId: string, counters: OrgCounters, fence: LoadFence, recordedIds: readonly string[], nowMs: number): Promise<boolean>
-  /** The counters for `month`, or null when none are loaded. */
-  snapshot(orgId: string, month: string): Promise<OrgSnapshot | null>
+  /**
+   * The counters for `month`, or null when none are loaded. With `nowMs`, as they stand then: a
+   * hold that expired by `nowMs` is neither listed nor counted in the held amounts, although the
+   * store releases it only at the next admission or `releaseExpired` (the balance API must not show
+   * a dead gateway's holds as unavailable until the organization sends traffic). Without it, every
+   * hold not yet released.
+   */
+  snapshot(orgId: string, month: string, nowMs?: number): Promise<OrgSnapshot | null>
   /**
    * Starts recording the ids of the requests the organization's counters settle, and of the late
    * rows `applyLate` debits, until `untilMs`, for `watchedSnapshot`: the reconciler's way to tell
@@ -211,8 +217,8 @@ export interface AdmissionStore {
    */
   watchSettled(orgId: string, nowMs: number, untilMs: number): Promise<string | null>
   /**
-   * The counters for `month`, their revision and the ids the watch recorded, read at one instant;
-   * the watch ends. Null, nothing written, when the counters are absent, or the watch ended by
+   * The counters for `month` at `nowMs` (as `snapshot` with `nowMs`), their revision and the ids
+   * the watch recorded, read at one instant; the watch ends. Null, nothing written, when the counters are absent, or the watch ended by
    * `nowMs` or was begun anew since (the ids it recorded would be incomplete).
    */
   watchedSnapshot(orgId: string, month: string, watch: string, nowMs: number): Promise<WatchedSnapshot | null>
@@ -387,6 +393,34 @@ export function checkAdjustment(orgId: string, current: OrgCounters, change: Org
     keySpend: new Map([...change.keySpend].map(([keyId, amount]) => [keyId, (current.keySpend.get(keyId) ?? 0n) + amount])),
     projectSpend: new Map([...change.projectSpend].map(([projectId, amount]) => [projectId, (current.projectSpend.get(projectId) ?? 0n) + amount])),
   })
+}
+
+/**
+ * The snapshot as it stands at `nowMs`: the holds that expired by then are taken out of the list
+ * and of the held amounts. A hold whose expiry is unknown (NaN: written before holds kept one)
+ * counts as expired, as the stores release it. Admission needs none of this: it releases expired
+ * holds before it decides.
+ */
+export function withoutExpiredHolds<Snapshot extends OrgSnapshot>(snapshot: Snapshot, nowMs: number): Snapshot {
+  if (snapshot.reservations.every((hold) => hold.expiresAtMs > nowMs)) return snapshot
+  const keyHeld = new Map(snapshot.keyHeld)
+  const projectHeld = new Map(snapshot.projectHeld)
+  let heldMicros = snapshot.heldMicros
+  for (const hold of snapshot.reservations) {
+    if (hold.expiresAtMs > nowMs) continue
+    heldMicros -= hold.amountMicros
+    if (hold.month !== snapshot.month) continue
+    subtractHeld(keyHeld, hold.keyId, hold.amountMicros)
+    subtractHeld(projectHeld, hold.projectId, hold.amountMicros)
+  }
+  return { ...snapshot, heldMicros, keyHeld, projectHeld, reservations: snapshot.reservations.filter((hold) => hold.expiresAtMs > nowMs) }
+}
+
+/** Takes `amount` off `id`'s held amount, leaving out the zeros as the stores do. */
+function subtractHeld(held: Map<string, bigint>, id: string, amount: bigint): void {
+  const left = (held.get(id) ?? 0n) - amount
+  if (left > 0n) held.set(id, left)
+  else held.delete(id)
 }
 
 /** Whole seconds until an entry admitted at `admittedAtMs` leaves the window: 1 to 60. */

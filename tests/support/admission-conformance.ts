@@ -806,6 +806,28 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         expectHoldsConsistent(taken)
       })
 
+      test('a snapshot at an instant leaves out the holds expired by then, with no admission or sweep to release them', async () => {
+        const { orgId, request } = await organization(10_000n)
+        await admitted(request({ worstCaseMicros: 4_000n, reservationTtlMs: 1_000 }))
+        await admitted(request({ keyId: 'key_b', projectId: 'proj_b', worstCaseMicros: 700n, reservationTtlMs: 1_000 }))
+        const lasting = await admitted(request({ worstCaseMicros: 1_000n, reservationTtlMs: 60_000 }))
+
+        const before = await store().snapshot(orgId, '202501', midJanuaryMs + 999)
+        const atExpiry = await gateways()[1].snapshot(orgId, '202501', midJanuaryMs + 1_000)
+        const watch = await store().watchSettled(orgId, midJanuaryMs + 1_000, midJanuaryMs + 60_000)
+        const watched = await store().watchedSnapshot(orgId, '202501', watch!, midJanuaryMs + 1_000)
+        const unreleased = await snapshot(orgId)
+
+        expect([before!.heldMicros, before!.reservations.length]).toEqual([5_700n, 3])
+        const onlyLasting = { heldMicros: 1_000n, keyHeld: new Map([['key_a', 1_000n]]), projectHeld: new Map([['proj_a', 1_000n]]), expiries: [lasting.expiresAtMs] }
+        for (const taken of [atExpiry!, watched!]) {
+          expect({ heldMicros: taken.heldMicros, keyHeld: taken.keyHeld, projectHeld: taken.projectHeld, expiries: taken.reservations.map((hold) => hold.expiresAtMs) }).toEqual(onlyLasting)
+          expectHoldsConsistent(taken)
+        }
+        // A read changes nothing: the store still holds them until an admission or a sweep releases them.
+        expect(unreleased.heldMicros).toBe(5_700n)
+      })
+
       test('releaseExpired sweeps expired holds; the late settlement is still debited exactly once', async () => {
         const { orgId, request } = await organization(10_000n)
         const slow = request({ worstCaseMicros: 4_000n, reservationTtlMs: 1_000 })

@@ -29,6 +29,7 @@ import {
   type SettleResult,
   type Settlement,
   type WatchedSnapshot,
+  withoutExpiredHolds,
 } from '../../core/admission'
 import { RecentIds } from './recent-ids'
 
@@ -265,7 +266,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
   }
 
   async watchedSnapshot(orgId: string, month: string, watch: string, nowMs: number): Promise<WatchedSnapshot | null> {
-    const snapshot = await this.snapshot(orgId, month)
+    const snapshot = await this.snapshot(orgId, month, nowMs)
     const org = this.orgs.get(orgId)
     if (!snapshot || !org || org.watch?.token !== watch || org.watch.untilMs <= nowMs) return null
     const { ids } = org.watch
@@ -288,12 +289,12 @@ export class InProcessAdmissionStore implements AdmissionStore {
     return true
   }
 
-  async snapshot(orgId: string, month: string): Promise<OrgSnapshot | null> {
+  async snapshot(orgId: string, month: string, nowMs?: number): Promise<OrgSnapshot | null> {
     checkOrgId(orgId)
     checkMonth(month)
     const org = this.orgs.get(orgId)
     if (!org) return null
-    return {
+    const taken: OrgSnapshot = {
       month,
       balanceMicros: org.balance,
       heldMicros: org.held,
@@ -305,6 +306,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
         .map(([requestId, hold]) => ({ requestId, keyId: hold.keyId, projectId: hold.projectId, month: hold.month, amountMicros: hold.amount, expiresAtMs: hold.expiresAtMs }))
         .sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0)),
     }
+    return nowMs === undefined ? taken : withoutExpiredHolds(taken, nowMs)
   }
 }
 

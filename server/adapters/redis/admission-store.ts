@@ -27,6 +27,7 @@ import {
   type SettleResult,
   type Settlement,
   type WatchedSnapshot,
+  withoutExpiredHolds,
 } from '../../core/admission'
 import {
   admissionScripts,
@@ -192,7 +193,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     checkMonth(month)
     const reply = await this.attempt(() => runSnapshot(this.client, this.keys(orgId), month, { token: watch, nowMs }))
     if (!reply) return null
-    return { ...snapshotOf(reply, month), revision: new Map(pairs(reply.account)).get('rev') ?? '', settledIds: reply.watched ?? [] }
+    return { ...withoutExpiredHolds(snapshotOf(reply, month), nowMs), revision: new Map(pairs(reply.account)).get('rev') ?? '', settledIds: reply.watched ?? [] }
   }
 
   async adjust(orgId: string, revision: string, change: OrgCounters): Promise<boolean> {
@@ -247,11 +248,13 @@ export class RedisAdmissionStore implements AdmissionStore {
     return outcome
   }
 
-  async snapshot(orgId: string, month: string): Promise<OrgSnapshot | null> {
+  async snapshot(orgId: string, month: string, nowMs?: number): Promise<OrgSnapshot | null> {
     checkOrgId(orgId)
     checkMonth(month)
     const reply = await this.attempt(() => runSnapshot(this.client, this.keys(orgId), month))
-    return reply && snapshotOf(reply, month)
+    if (!reply) return null
+    const taken = snapshotOf(reply, month)
+    return nowMs === undefined ? taken : withoutExpiredHolds(taken, nowMs)
   }
 
   private keys(orgId: string): OrgKeys {

@@ -105,10 +105,11 @@ export function usageRoutes(deps: ManagementDeps) {
     .get('/v1/organization/balance', async ({ org }) => {
       authorize(org, 'usage.read')
       const timeZone = await timeZoneOf(deps, org.orgId)
-      const month = billingMonth(nowMs(), timeZone)
+      const atMs = nowMs()
+      const month = billingMonth(atMs, timeZone)
       const counters = await deps.ledger.readCounters(org.orgId, month, timeZone)
       const summary = await deps.governance.usage.spendSummary(org.orgId, org.projectId, { projects: new Map(counters.projectSpend), keys: new Map(counters.keySpend) })
-      const live = await deps.admission.snapshot(org.orgId, month)
+      const live = await deps.admission.snapshot(org.orgId, month, atMs)
       const spendLine = (line: (typeof summary.projects)[number]) => ({
         id: line.id,
         name: line.name,
@@ -122,7 +123,8 @@ export function usageRoutes(deps: ManagementDeps) {
         object: 'organization.balance' as const,
         organization_id: org.orgId,
         // The ledger's balance (credits minus recorded usage); `available_egp` also takes off what
-        // requests running now hold and what was settled a moment ago but not yet recorded.
+        // requests running now hold (a dead gateway's holds no longer from their expiry on, released
+        // or not) and what was settled a moment ago but not yet recorded.
         balance_egp: formatEgp(counters.balanceMicros),
         available_egp: live ? formatEgp(live.balanceMicros - live.heldMicros) : formatEgp(counters.balanceMicros),
         month: `${month.slice(0, 4)}-${month.slice(4)}`,
