@@ -32,6 +32,11 @@ const Env = t.Object({
   RECONCILE_INTERVAL_S: Type.Integer({ minimum: 0, default: 300 }),
   /** Milliseconds a hold outlives its request's longest possible run before it is released on its own. */
   RESERVATION_MARGIN_MS: Type.Integer({ minimum: 1, default: 60_000 }),
+  /**
+   * Whether a start on an empty database creates a demo organization with credit and prints its key:
+   * unset, only on the embedded defaults (no DATABASE_URL, a catalog served by the simulator alone).
+   */
+  DEMO_TENANT: t.Optional(t.Boolean()),
 })
 
 export interface Config {
@@ -51,6 +56,8 @@ export interface Config {
   mailFrom: string
   reconcileIntervalS: number
   reservationMarginMs: number
+  /** DEMO_TENANT as set (true or false), or null when unset: see `wantsDemoTenant`. */
+  demoTenant: boolean | null
 }
 
 /** Reads the gateway's configuration from the environment; throws a readable error on bad values. */
@@ -79,7 +86,19 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     mailFrom: parsed.MAIL_FROM,
     reconcileIntervalS: parsed.RECONCILE_INTERVAL_S,
     reservationMarginMs: parsed.RESERVATION_MARGIN_MS,
+    demoTenant: parsed.DEMO_TENANT ?? null,
   }
+}
+
+/**
+ * Whether this start may create the demo organization (1,000,000 EGP of credit, its key printed to
+ * the log) on an empty database. Unasked, only a try-out does: the embedded database and a catalog
+ * the simulator serves alone. A start on Postgres, or with real upstreams to spend money on, is
+ * someone's deployment, whose log others read and whose first organization an operator creates.
+ */
+export function wantsDemoTenant(config: Pick<Config, 'demoTenant' | 'databaseUrl'>, models: ReadonlyArray<{ deployments: ReadonlyArray<{ provider: string }> }>): boolean {
+  if (config.demoTenant !== null) return config.demoTenant
+  return config.databaseUrl === null && models.every((model) => model.deployments.every((deployment) => deployment.provider === 'simulator'))
 }
 
 /** How the upstream requests fetch may send at once are shared out (`upstreamFetchBudget`). */

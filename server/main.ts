@@ -27,7 +27,7 @@ import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
 import { demoCatalogPath, followCatalogFile, readCatalogFile } from './catalog-file'
-import { listenFailure, loadConfig, upstreamFetchBudget } from './config'
+import { listenFailure, loadConfig, upstreamFetchBudget, wantsDemoTenant } from './config'
 import { startControlSocket } from './control-socket'
 import { acquireDataDirLock, DataDirLockedError } from './data-dir-lock'
 import { buildApp } from './http/app'
@@ -169,8 +169,10 @@ const control = embedded
 if (!fetchBudget.set) {
   console.warn(`nilegate sends at most 256 upstream requests at once (Bun's default for fetch) and answers 503 engine_unavailable past ${fetchBudget.calls} calls. Start it with \`bun start\`, or set BUN_CONFIG_MAX_HTTP_REQUESTS (up to 65535).`)
 }
+// A production start prints no key: its first operator signs up and is granted by the CLI. The
+// listening line comes after this decision, so whoever waits for it sees the start complete.
+const demo = wantsDemoTenant(config, catalog.models) ? await startUp('creating the demo organization', () => database.seedDemoIfEmpty()) : null
 console.log(`nilegate listening on ${baseUrl} (${embedded ? `embedded PGlite in ${config.dataDir}` : 'Postgres'}, ${redis ? 'admission on Redis' : 'admission in process'}, catalog ${catalogPath}, ${catalog.models.length} models)`)
-const demo = await database.seedDemoIfEmpty()
 if (demo) {
   console.log(`\nA demo organization was created with ${formatEgp(demo.balanceMicros)} EGP of credit. Its API key is shown once:\n`)
   console.log(`  OPENAI_BASE_URL=${baseUrl}`)
