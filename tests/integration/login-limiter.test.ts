@@ -18,6 +18,11 @@ async function refusal(run: () => Promise<void>): Promise<GatewayError | null> {
   }
 }
 
+/** A password check of `email` from `ip` that fails: admitted, and never told it succeeded. */
+async function failLogin(limiter: LoginLimiter, email: string, ip: string | null): Promise<void> {
+  await limiter.admitLogin(email, ip)
+}
+
 const clients: RedisClient[] = []
 /** A client of the test Redis, connected. */
 async function redisClient(): Promise<RedisClient> {
@@ -76,54 +81,109 @@ describe.each(families)('login limits $name', ({ make }) => {
     return { limiter, other, at: (offsetMs: number) => (clock.nowMs = start + offsetMs) }
   }
 
-  test('refuse an address after its failures fill the window, with the seconds until the oldest leaves', async () => {
-    const { at, limiter } = await clocked({ failuresPerAccount: 2 })
-    await limiter.recordFailure('ada@example.test')
+  test('lock an (address, IP) pair after its failures fill the window, with the seconds until the oldest leaves', async () => {
+    const { at, limiter } = await clocked({ failuresPerAccountAndIp: 2 })
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
     at(20_000)
-    await limiter.recordFailure('ada@example.test')
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
 
     at(30_500)
-    const refused = await refusal(() => limiter.checkAccount('ada@example.test'))
+    const refused = await refusal(() => failLogin(limiter, 'ada@example.test', '203.0.113.7'))
 
-    expect(refused).toMatchObject({ code: 'rate_limit_exceeded', retryAfterS: 30 })
-    expect(await refusal(() => limiter.checkAccount('bob@example.test'))).toBeNull()
+    expect(refused).toMatchObject({ code: 'rate_limit_exceeded', retryAfterS: 30, message: 'Too many failed logins for this account from your address; retry in 30 seconds.' })
+    expect(await refusal(() => failLogin(limiter, 'ada@example.test', '198.51.100.1'))).toBeNull()
+    expect(await refusal(() => failLogin(limiter, 'bob@example.test', '203.0.113.7'))).toBeNull()
   })
 
   test('slide: each failure leaves the window on its own, not all at a boundary', async () => {
-    const { at, limiter } = await clocked({ failuresPerAccount: 2 })
-    await limiter.recordFailure('ada@example.test')
+    const { at, limiter } = await clocked({ failuresPerAccountAndIp: 2 })
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
     at(40_000)
-    await limiter.recordFailure('ada@example.test')
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
 
     at(60_000)
-    const afterFirstLeft = await refusal(() => limiter.checkAccount('ada@example.test'))
-    await limiter.recordFailure('ada@example.test')
-    const fullAgain = await refusal(() => limiter.checkAccount('ada@example.test'))
+    const afterFirstLeft = await refusal(() => failLogin(limiter, 'ada@example.test', '203.0.113.7'))
+    const fullAgain = await refusal(() => failLogin(limiter, 'ada@example.test', '203.0.113.7'))
 
     expect(afterFirstLeft).toBeNull()
     expect(fullAgain?.retryAfterS).toBe(40)
   })
 
-  test('forget the failures of an address after a successful login', async () => {
-    const { limiter } = await clocked({ failuresPerAccount: 1 })
-    await limiter.recordFailure('ada@example.test')
+  test("let the owner in from their own IP while a stranger's failures from elsewhere fill every window", async () => {
+    const { limiter } = await clocked({})
+    const strangerIps = ['198.51.100.66', ...Array.from({ length: 10 }, (_, i) => `192.0.2.${i + 1}`)]
+    const strangerOutcomes: Array<string | undefined> = []
+    for (const ip of strangerIps) for (let i = 0; i < 50; i++) strangerOutcomes.push((await refusal(() => failLogin(limiter, 'owner@example.test', ip)))?.code)
 
-    await limiter.clearFailures('ada@example.test')
+    const owner = await refusal(async () => (await limiter.admitLogin('owner@example.test', '203.0.113.7')).succeeded())
 
-    expect(await refusal(() => limiter.checkAccount('ada@example.test'))).toBeNull()
+    expect(strangerOutcomes).toContain('rate_limit_exceeded')
+    expect(owner).toBeNull()
   })
 
-  test('count attempts per IP; refused attempts do not count, and an unknown peer is not limited', async () => {
-    const { at, limiter } = await clocked({ attemptsPerIp: 2 })
+  test('slow down, without locking, an address failing from many IPs: only IPs that failed for it wait, a few seconds at most', async () => {
+    const { at, limiter } = await clocked({ failuresBeforeBackoff: 3, maxBackoffMs: 4_000 })
+    for (const ip of ['192.0.2.1', '192.0.2.2', '192.0.2.3']) await failLogin(limiter, 'ada@example.test', ip)
+    const waits: Array<number | undefined> = []
+
+    for (let t = 0; t < 4; t++) {
+      waits.push((await refusal(() => failLogin(limiter, 'ada@example.test', '192.0.2.1')))?.retryAfterS)
+      at(t * 10_000 + 10_000)
+      await failLogin(limiter, 'ada@example.test', '192.0.2.1')
+    }
+    const clean = await refusal(() => failLogin(limiter, 'ada@example.test', '203.0.113.7'))
+    at(40_000 + 3_999)
+    const stillWaiting = await refusal(() => failLogin(limiter, 'ada@example.test', '192.0.2.2'))
+    at(40_000 + 4_000)
+    const waited = await refusal(() => failLogin(limiter, 'ada@example.test', '192.0.2.2'))
+
+    expect(waits).toEqual([1, 2, 4, 4])
+    expect(stillWaiting).toMatchObject({ retryAfterS: 1, message: 'Failed logins for this account are being slowed down; retry in 1 second.' })
+    expect(clean).toBeNull()
+    expect(waited).toBeNull()
+  })
+
+  test('a success forgets the failures of its address from its IP and is not counted against the IP', async () => {
+    const { limiter } = await clocked({ failuresPerAccountAndIp: 2, attemptsPerIp: 3 })
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
+
+    for (let i = 0; i < 5; i++) await (await limiter.admitLogin('ada@example.test', '203.0.113.7')).succeeded()
+
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
+    expect(await refusal(() => failLogin(limiter, 'ada@example.test', '203.0.113.7'))).toBeNull()
+  })
+
+  test('count concurrent attempts from the moment they are admitted, so a burst cannot pass the pair limit', async () => {
+    const { limiter } = await clocked({ failuresPerAccountAndIp: 5 })
+
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => refusal(() => failLogin(limiter, 'ada@example.test', '203.0.113.7'))))
+
+    expect(outcomes.filter((outcome) => outcome === null)).toHaveLength(5)
+  })
+
+  test('count an IPv6 client by its /64', async () => {
+    const { limiter } = await clocked({ failuresPerAccountAndIp: 2 })
+    await failLogin(limiter, 'ada@example.test', '2001:db8:1:2::1')
+    await failLogin(limiter, 'ada@example.test', '2001:db8:1:2:ffff::9')
+
+    expect((await refusal(() => failLogin(limiter, 'ada@example.test', '2001:0db8:0001:0002:0:0:0:abcd')))?.code).toBe('rate_limit_exceeded')
+    expect(await refusal(() => failLogin(limiter, 'ada@example.test', '2001:db8:1:3::1'))).toBeNull()
+  })
+
+  test('count failed logins, sign-ups and verifications per IP; refused attempts do not count, and an unknown peer is not limited', async () => {
+    const { at, limiter } = await clocked({ attemptsPerIp: 3 })
     await limiter.admitAttempt('203.0.113.7')
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
     await limiter.admitAttempt('203.0.113.7')
 
     at(59_000)
     const refused = await refusal(() => limiter.admitAttempt('203.0.113.7'))
+    const refusedLogin = await refusal(() => failLogin(limiter, 'bob@example.test', '203.0.113.7'))
     at(60_000)
-    const admitted = await refusal(() => limiter.admitAttempt('203.0.113.7'))
+    const admitted = await refusal(() => failLogin(limiter, 'bob@example.test', '203.0.113.7'))
 
     expect(refused?.message).toBe('Too many attempts from your address; retry in 1 second.')
+    expect(refusedLogin?.message).toBe('Too many attempts from your address; retry in 1 second.')
     expect(admitted).toBeNull()
     expect(await refusal(() => limiter.admitAttempt('198.51.100.1'))).toBeNull()
     expect(await refusal(async () => { for (let i = 0; i < 3; i++) await limiter.admitAttempt(null) })).toBeNull()
@@ -138,14 +198,13 @@ describe.each(families)('login limits $name', ({ make }) => {
   })
 
   test('hold across instances sharing the windows', async () => {
-    const { limiter, other } = await clocked({ failuresPerAccount: 2, attemptsPerIp: 2 })
-    await limiter.recordFailure('ada@example.test')
-    await other.recordFailure('ada@example.test')
+    const { limiter, other } = await clocked({ failuresPerAccountAndIp: 2, attemptsPerIp: 3 })
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
+    await failLogin(other, 'ada@example.test', '203.0.113.7')
     await limiter.admitAttempt('203.0.113.7')
-    await other.admitAttempt('203.0.113.7')
 
-    expect((await refusal(() => other.checkAccount('ada@example.test')))?.code).toBe('rate_limit_exceeded')
-    expect((await refusal(() => limiter.admitAttempt('203.0.113.7')))?.code).toBe('rate_limit_exceeded')
+    expect((await refusal(() => failLogin(other, 'ada@example.test', '203.0.113.7')))?.code).toBe('rate_limit_exceeded')
+    expect((await refusal(() => other.admitAttempt('203.0.113.7')))?.code).toBe('rate_limit_exceeded')
   })
 })
 
@@ -153,26 +212,28 @@ describe('login limits in Redis', () => {
   test('keep no address, IP or user id in Redis, only hashes of them', async () => {
     const keyPrefix = newPrefix()
     const limiter = new RedisLoginLimiter(await redisClient(), { keyPrefix, log: (line) => { throw new Error(line) } })
-    await limiter.recordFailure('ada@example.test')
-    await limiter.admitAttempt('203.0.113.7')
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
     await limiter.admitMail('user_a')
 
     const keys = await (await redisClient()).keys(`${keyPrefix}*`)
-    expect(keys).toHaveLength(3)
-    for (const key of keys) expect(key).toMatch(new RegExp(`^${keyPrefix}nilegate:login:(failures|attempts|mails):[0-9a-f]{64}$`))
+    expect(keys.sort()).toEqual([
+      expect.stringMatching(new RegExp(`^${keyPrefix}nilegate:login:attempts:[0-9a-f]{64}$`)),
+      expect.stringMatching(new RegExp(`^${keyPrefix}nilegate:login:mails:[0-9a-f]{64}$`)),
+      expect.stringMatching(new RegExp(`^${keyPrefix}nilegate:login:\\{[0-9a-f]{64}\\}:failures$`)),
+      expect.stringMatching(new RegExp(`^${keyPrefix}nilegate:login:\\{[0-9a-f]{64}\\}:pair:[0-9a-f]{64}$`)),
+    ])
   })
 
   test("fall back to the instance's own windows while Redis cannot answer, and say so once", async () => {
     const logged: string[] = []
     const unreachable = createRedisClient(`redis://127.0.0.1:${closedPort()}`, { log: () => {} })
     clients.push(unreachable)
-    const limiter = new RedisLoginLimiter(unreachable, { limits: { failuresPerAccount: 2 }, log: (line) => logged.push(line) })
-    await limiter.recordFailure('ada@example.test')
-    await limiter.recordFailure('ada@example.test')
+    const limiter = new RedisLoginLimiter(unreachable, { limits: { failuresPerAccountAndIp: 2 }, log: (line) => logged.push(line) })
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
+    await failLogin(limiter, 'ada@example.test', '203.0.113.7')
 
-    expect((await refusal(() => limiter.checkAccount('ada@example.test')))?.code).toBe('rate_limit_exceeded')
-    await limiter.clearFailures('ada@example.test')
-    expect(await refusal(() => limiter.checkAccount('ada@example.test'))).toBeNull()
+    expect((await refusal(() => failLogin(limiter, 'ada@example.test', '203.0.113.7')))?.code).toBe('rate_limit_exceeded')
+    expect(await refusal(() => failLogin(limiter, 'ada@example.test', '198.51.100.1'))).toBeNull()
     expect(logged).toEqual([expect.stringContaining("fall back to this instance's own windows")])
   })
 })

@@ -1,10 +1,27 @@
-import { defaultLoginLimits, attemptsRefusal, failuresRefusal, InProcessLoginLimiter, mailsRefusal, refuseWhile, type LoginLimiter, type LoginLimits } from '../../core/login-limiter'
+import { GatewayError } from '@nilegate/shared/errors'
+import {
+  attemptsRefusal,
+  backoffRefusal,
+  defaultLoginLimits,
+  failuresRefusal,
+  InProcessLoginLimiter,
+  limitedAddress,
+  mailsRefusal,
+  pairKey,
+  refuseWhile,
+  seconds,
+  type LoginAttempt,
+  type LoginLimiter,
+  type LoginLimits,
+} from '../../core/login-limiter'
 import { answerWithin } from '../../core/answer-within'
 import type { RedisClient } from './client'
 import { RedisScript } from './redis-script'
+import loginAttemptSource from './scripts/login-attempt.lua' with { type: 'text' }
 import loginWindowSource from './scripts/login-window.lua' with { type: 'text' }
 
 const loginWindowScript = new RedisScript('login-window', loginWindowSource)
+const loginAttemptScript = new RedisScript('login-attempt', loginAttemptSource)
 
 export interface RedisLoginLimiterOptions {
   limits?: Partial<LoginLimits>
@@ -16,14 +33,15 @@ export interface RedisLoginLimiterOptions {
   log?: (message: string) => void
 }
 
-type Window = 'failures' | 'attempts' | 'mails'
+type Window = 'attempts' | 'mails'
 
 /**
  * The login guards' windows in Redis, so that they hold across every gateway instance: one sorted
- * set per address, IP or user, keyed by a SHA-256 of it (no addresses in Redis), each check one
- * script (login-window.lua). While Redis cannot answer, this instance's own windows decide (and
- * the outage is logged once): logins go on, limited per instance, rather than all failing or none
- * being limited.
+ * set per (address, IP) pair, address, IP or user, keyed by a SHA-256 of it (no addresses in
+ * Redis), each check one script (login-window.lua; login-attempt.lua for a pair and its address,
+ * which share the address's hash tag). While Redis cannot answer, this instance's own windows
+ * decide (and the outage is logged once): logins go on, limited per instance, rather than all
+ * failing or none being limited.
  */
 export class RedisLoginLimiter implements LoginLimiter {
   private readonly limits: LoginLimits
@@ -32,7 +50,6 @@ export class RedisLoginLimiter implements LoginLimiter {
   private readonly now: () => number
   private readonly log: (message: string) => void
   private readonly local: InProcessLoginLimiter
-  // Members of the windows' sets: unique across instances (a pid is not, in containers).
   private readonly instanceId = crypto.randomUUID()
   private sequence = 0
   private degraded = false
@@ -51,45 +68,57 @@ export class RedisLoginLimiter implements LoginLimiter {
 
   async admitAttempt(ip: string | null): Promise<void> {
     if (ip === null) return
-    const waitMs = await this.run('attempts', ip, this.limits.attemptsPerIp, 'record', () => this.local.admitAttempt(ip))
+    const waitMs = await this.run('attempts', limitedAddress(ip), this.limits.attemptsPerIp, () => this.local.admitAttempt(ip))
     refuseWhile(seconds(waitMs), attemptsRefusal)
   }
 
-  async checkAccount(email: string): Promise<void> {
-    const waitMs = await this.run('failures', email, this.limits.failuresPerAccount, 'check', () => this.local.checkAccount(email))
-    refuseWhile(seconds(waitMs), failuresRefusal)
-  }
-
-  async recordFailure(email: string): Promise<void> {
-    await this.run('failures', email, 0, 'record', () => this.local.recordFailure(email))
-  }
-
-  async clearFailures(email: string): Promise<void> {
-    await this.local.clearFailures(email)
+  async admitLogin(email: string, ip: string | null): Promise<LoginAttempt> {
+    const ipKey = ip === null ? null : limitedAddress(ip)
+    const member = this.newMember()
+    const now = this.now()
+    const addressTag = Bun.SHA256.hash(email, 'hex')
+    const pair = `${this.keyPrefix}nilegate:login:{${addressTag}}:pair:${Bun.SHA256.hash(pairKey(email, ipKey), 'hex')}`
+    const address = `${this.keyPrefix}nilegate:login:{${addressTag}}:failures`
+    const attempts = ipKey === null ? null : this.key('attempts', ipKey)
+    let verdict: [number, number]
     try {
-      await answerWithin(this.client.del(this.key('failures', email)), this.commandTimeoutMs, 'redis')
+      if (attempts !== null) {
+        const waitMs = Number(await this.call(loginWindowScript.run(this.client, [attempts], [String(now), String(this.limits.windowMs), String(this.limits.attemptsPerIp), 'record', member])))
+        refuseWhile(seconds(waitMs), attemptsRefusal)
+      }
+      verdict = (await this.call(
+        loginAttemptScript.run(this.client, [pair, address], [now, this.limits.windowMs, this.limits.failuresPerAccountAndIp, this.limits.failuresBeforeBackoff, this.limits.maxBackoffMs, member].map(String)),
+      )) as [number, number]
+      if (verdict[0] !== 0 && attempts !== null) await this.call(this.client.zRem(attempts, member))
       this.recovered()
     } catch (error) {
+      if (error instanceof GatewayError) throw error
       this.fellBack(error)
+      return this.local.admitLogin(email, ip)
+    }
+    refuseWhile(seconds(Number(verdict[1])), Number(verdict[0]) === 1 ? failuresRefusal : backoffRefusal)
+    return {
+      succeeded: async () => {
+        try {
+          await this.call(Promise.all([this.client.del(pair), this.client.zRem(address, member), attempts === null ? 0 : this.client.zRem(attempts, member)]))
+          this.recovered()
+        } catch (error) {
+          this.fellBack(error)
+        }
+      },
     }
   }
 
   async admitMail(userId: string): Promise<void> {
-    const waitMs = await this.run('mails', userId, this.limits.mailsPerAccount, 'record', () => this.local.admitMail(userId))
+    const waitMs = await this.run('mails', userId, this.limits.mailsPerAccount, () => this.local.admitMail(userId))
     refuseWhile(seconds(waitMs), mailsRefusal)
   }
 
   /** The window's answer from Redis (ms to wait, 0 to go on); while Redis cannot answer, `locally` decides and 0 comes back. */
-  private async run(window: Window, value: string, limit: number, mode: 'record' | 'check', locally: () => Promise<void>): Promise<number> {
-    const now = this.now()
-    const member = `${this.instanceId}:${++this.sequence}`
+  private async run(window: Window, value: string, limit: number, locally: () => Promise<void>): Promise<number> {
     let waitMs: unknown
     try {
-      waitMs = await answerWithin(
-        loginWindowScript.run(this.client, [this.key(window, value)], [String(now), String(this.limits.windowMs), String(limit), mode, member]),
-        this.commandTimeoutMs,
-        'redis',
-      )
+      waitMs = await this.call(loginWindowScript.run(this.client, [this.key(window, value)], [String(this.now()), String(this.limits.windowMs), String(limit), 'record', this.newMember()]))
     } catch (error) {
       this.fellBack(error)
       await locally()
@@ -97,6 +126,15 @@ export class RedisLoginLimiter implements LoginLimiter {
     }
     this.recovered()
     return Number(waitMs)
+  }
+
+  private call<T>(command: Promise<T>): Promise<T> {
+    return answerWithin(command, this.commandTimeoutMs, 'redis')
+  }
+
+  /** A member of the windows' sets: unique across instances (a pid is not, in containers). */
+  private newMember(): string {
+    return `${this.instanceId}:${++this.sequence}`
   }
 
   private key(window: Window, value: string): string {
@@ -114,8 +152,4 @@ export class RedisLoginLimiter implements LoginLimiter {
     this.degraded = false
     this.log('redis: login limits are shared again')
   }
-}
-
-function seconds(waitMs: number): number {
-  return waitMs > 0 ? Math.max(1, Math.ceil(waitMs / 1000)) : 0
 }

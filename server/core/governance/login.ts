@@ -31,24 +31,23 @@ const invalidCredentials = () => new GatewayError('invalid_credentials')
 /**
  * Checks an e-mail address and password and opens a 12-hour session. Unknown addresses and wrong
  * passwords fail alike (same code, message and work); only the right password learns that the
- * account is disabled or deleted. Limited per client IP and per address; failures are audited.
+ * account is disabled or deleted. Limited per client IP and per (address, IP) pair, slowed down per
+ * address (core/login-limiter.ts); failures are audited.
  */
 export async function logIn(deps: LoginDeps, input: { email: string; password: string; source: RequestSource; userAgent: string | null }): Promise<NewLogin> {
   const email = normalizeEmail(input.email)
-  await deps.limiter.admitAttempt(input.source.ip)
-  await deps.limiter.checkAccount(email)
+  const attempt = await deps.limiter.admitLogin(email, input.source.ip)
   const found = await deps.accounts.findCredentials(email)
   if (!(await verifyPassword(input.password, found?.passwordHash ?? null))) {
-    await deps.limiter.recordFailure(email)
     await deps.accounts.recordFailedLogin(email, found?.user ?? null, input.source)
     throw invalidCredentials()
   }
+  await attempt.succeeded()
   const { user } = found!
   if (user.deleted || user.disabled) {
     await deps.accounts.recordFailedLogin(email, user, input.source)
     throw user.deleted ? new GatewayError('user_not_found', 'This account was deleted.') : new GatewayError('user_disabled')
   }
-  await deps.limiter.clearFailures(email)
   const { secret, hashHex } = generateSecretToken(sessionTokenPrefix)
   const expiresAt = new Date(deps.now() + sessionLifetimeMs)
   const { sessionId } = await deps.accounts.createSession({ userId: user.id, tokenHash: hashHex, expiresAt, ip: input.source.ip, userAgent: input.userAgent }, userActor(user, input.source))
@@ -57,12 +56,11 @@ export async function logIn(deps: LoginDeps, input: { email: string; password: s
 
 /**
  * Asks a signed-in user for their password again before a destructive change; wrong answers count
- * against the address like failed logins.
+ * against the address and the client IP like failed logins.
  */
-export async function confirmPassword(deps: LoginDeps, user: UserRecord, password: string): Promise<void> {
-  await deps.limiter.checkAccount(user.email)
+export async function confirmPassword(deps: LoginDeps, user: UserRecord, password: string, ip: string | null): Promise<void> {
+  const attempt = await deps.limiter.admitLogin(user.email, ip)
   const found = await deps.accounts.findCredentials(user.email)
-  if (await verifyPassword(password, found?.passwordHash ?? null)) return
-  await deps.limiter.recordFailure(user.email)
+  if (await verifyPassword(password, found?.passwordHash ?? null)) return attempt.succeeded()
   throw new GatewayError('invalid_credentials', 'The password is not correct.', 'password')
 }

@@ -61,7 +61,7 @@ export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
     .delete(
       '/v1/auth/me',
       async ({ principal, body }) => {
-        await confirmPassword(auth, principal.user, body.password)
+        await confirmPassword(auth, principal.user, body.password, principal.origin.ip)
         await auth.accounts.deleteUser(principal.user.id, principal.actor)
         return { object: 'user.deleted' as const, id: principal.user.id, deleted: true }
       },

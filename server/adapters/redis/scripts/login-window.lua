@@ -1,5 +1,5 @@
--- login-window.lua: one exact sliding window of events (failed logins of an address, attempts of an
--- IP, verification mails of a user), shared by every gateway.
+-- login-window.lua: one exact sliding window of events (failed logins, sign-ups and verifications of
+-- an IP, verification mails of a user), shared by every gateway.
 -- KEYS[1] sorted set: an event per member, scored by its time in ms
 -- ARGV[1] now ms   ARGV[2] window ms   ARGV[3] limit ('0': none)
 -- ARGV[4] 'record' (add this event when under the limit) or 'check' (add nothing)
