@@ -98,18 +98,31 @@ export interface UserOrganization {
 /** Where a request without a signed-in user came from: for the audit records it leaves. */
 export type RequestSource = Pick<AuditActor, 'ip' | 'requestId'>
 
+/** A login refused after its password was checked: why, for whom, and from where. */
+export interface FailedLogin {
+  email: string
+  user: UserRecord | null
+  reason: 'invalid_credentials' | 'user_disabled' | 'user_deleted'
+  source: RequestSource
+  userAgent: string | null
+}
+
 export interface AccountStore {
   /**
    * Throws 409 conflict when the e-mail address is taken. `actor` is who created the account; for
    * a user signing up, where the request came from (or null), and the new user is the actor.
    */
   createUser(user: NewUser, actor: AuditActor | RequestSource | null): Promise<UserRecord>
+  /** Opens a session, audited `login.succeeded` on the platform and in each organization of the user. */
   createSession(session: NewSession, actor: AuditActor): Promise<{ sessionId: string }>
   findSessionByTokenHash(tokenHash: string): Promise<SessionLookup | null>
   /** The user with this (normalized) e-mail address and their password hash, whatever their state. */
   findCredentials(email: string): Promise<UserCredentials | null>
-  /** Audits `login.failed`; `user` is null when no account has the address. Never given the password. */
-  recordFailedLogin(email: string, user: UserRecord | null, source: RequestSource): Promise<void>
+  /**
+   * Audits `login.failed` on the platform and in each organization of `user` (null when no account
+   * has the address). Never given the password.
+   */
+  recordFailedLogin(attempt: FailedLogin): Promise<void>
   /** Stores a one-time verification token (its hash) for the user's e-mail address. */
   createEmailVerification(input: { userId: string; tokenHash: string; expiresAt: Date }): Promise<void>
   /**

@@ -32,20 +32,21 @@ const invalidCredentials = () => new GatewayError('invalid_credentials')
  * Checks an e-mail address and password and opens a 12-hour session. Unknown addresses and wrong
  * passwords fail alike (same code, message and work); only the right password learns that the
  * account is disabled or deleted. Limited per client IP and per (address, IP) pair, slowed down per
- * address (core/login-limiter.ts); failures are audited.
+ * address (core/login-limiter.ts); attempts are audited in each organization of the user.
  */
 export async function logIn(deps: LoginDeps, input: { email: string; password: string; source: RequestSource; userAgent: string | null }): Promise<NewLogin> {
   const email = normalizeEmail(input.email)
   const attempt = await deps.limiter.admitLogin(email, input.source.ip)
   const found = await deps.accounts.findCredentials(email)
+  const failed = { email, source: input.source, userAgent: input.userAgent }
   if (!(await verifyPassword(input.password, found?.passwordHash ?? null))) {
-    await deps.accounts.recordFailedLogin(email, found?.user ?? null, input.source)
+    await deps.accounts.recordFailedLogin({ ...failed, user: found?.user ?? null, reason: 'invalid_credentials' })
     throw invalidCredentials()
   }
   await attempt.succeeded()
   const { user } = found!
   if (user.deleted || user.disabled) {
-    await deps.accounts.recordFailedLogin(email, user, input.source)
+    await deps.accounts.recordFailedLogin({ ...failed, user, reason: user.deleted ? 'user_deleted' : 'user_disabled' })
     throw user.deleted ? new GatewayError('user_not_found', 'This account was deleted.') : new GatewayError('user_disabled')
   }
   const { secret, hashHex } = generateSecretToken(sessionTokenPrefix)

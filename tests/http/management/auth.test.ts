@@ -108,8 +108,8 @@ describeEachDatabase('accounts and sessions under /v1/auth', (context) => {
     expect(wrongPassword.json.error).toEqual({ type: 'authentication_error', code: 'invalid_credentials', message: 'Incorrect e-mail address or password.', param: null })
     expect(unknownAddress.json.error).toEqual(wrongPassword.json.error)
     const failed = await context.current.db.drizzle.select().from(auditLogs).where(eq(auditLogs.action, 'login.failed'))
-    expect(failed.find((row) => row.actorId === known.user.id)).toMatchObject({ actorType: 'user', actorEmail: known.email, orgId: null, changes: null })
-    expect(failed.find((row) => row.actorEmail === unknown)).toMatchObject({ actorType: 'user', actorId: 'unknown', orgId: null, changes: null })
+    expect(failed.find((row) => row.actorId === known.user.id)).toMatchObject({ actorType: 'user', actorEmail: known.email, orgId: null, changes: { before: null, after: { reason: 'invalid_credentials', user_agent: null } } })
+    expect(failed.find((row) => row.actorEmail === unknown)).toMatchObject({ actorType: 'user', actorId: 'unknown', orgId: null, changes: { before: null, after: { reason: 'invalid_credentials', user_agent: null } } })
   })
 
   test('attempts from one client IP over its limit answer 429', async () => {

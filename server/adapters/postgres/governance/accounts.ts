@@ -2,6 +2,7 @@ import { GatewayError } from '@nilegate/shared/errors'
 import { and, asc, desc, eq, gt, inArray, isNull, ne, sql } from 'drizzle-orm'
 import { newId } from '../../../core/api-keys'
 import { normalizeEmail, userActor, type AccountStore, type UserRecord } from '../../../core/governance/accounts'
+import type { AuditActor, AuditEntry } from '../../../core/governance/audit'
 import type { Drizzle } from '../drizzle'
 import { emailVerifications, mailOutbox, memberships, organizations, sessions, users } from '../schema'
 import { appendAudit, isUniqueViolation, unixSeconds } from './common'
@@ -43,6 +44,18 @@ async function refuseSoleOwnership(tx: Drizzle, userId: string): Promise<void> {
   throw new GatewayError('conflict', `You are the only owner of ${names}; make another member an owner, or delete the organization, before deleting your account.`)
 }
 
+/**
+ * Audits a login (or a failed one) on the platform and in every organization `userId` belongs to,
+ * so each organization's owners and admins see their members' logins, and no one else's.
+ */
+async function appendLoginAudit(tx: Drizzle, actor: AuditActor, userId: string | null, entry: Omit<AuditEntry, 'orgId' | 'before'>): Promise<void> {
+  const login = { ...entry, before: null }
+  await appendAudit(tx, actor, { orgId: null, ...login })
+  if (userId === null) return
+  const memberOf = await tx.select({ orgId: memberships.orgId }).from(memberships).where(eq(memberships.userId, userId)).orderBy(asc(memberships.orgId))
+  for (const { orgId } of memberOf) await appendAudit(tx, actor, { orgId, ...login })
+}
+
 export function createAccountRepository(db: Drizzle): AccountStore {
   return {
     async createUser(user, actor) {
@@ -68,7 +81,7 @@ export function createAccountRepository(db: Drizzle): AccountStore {
       const id = newId('sess')
       await db.transaction(async (tx) => {
         await tx.insert(sessions).values({ id, ...session })
-        await appendAudit(tx, actor, { orgId: null, action: 'login.succeeded', targetType: 'session', targetId: id })
+        await appendLoginAudit(tx, actor, session.userId, { action: 'login.succeeded', targetType: 'session', targetId: id, after: { user_agent: session.userAgent } })
       })
       return { sessionId: id }
     },
@@ -89,9 +102,10 @@ export function createAccountRepository(db: Drizzle): AccountStore {
       return row ? { user: toUserRecord(row), passwordHash: row.passwordHash } : null
     },
 
-    async recordFailedLogin(email, user, source) {
+    async recordFailedLogin({ email, user, reason, source, userAgent }) {
       const actor = user ? userActor(user, source) : { type: 'user' as const, id: 'unknown', email: normalizeEmail(email), ...source }
-      await appendAudit(db, actor, { orgId: null, action: 'login.failed', targetType: 'user', targetId: user?.id ?? 'unknown' })
+      const entry = { action: 'login.failed', targetType: 'user', targetId: user?.id ?? 'unknown', after: { reason, user_agent: userAgent } }
+      await db.transaction((tx) => appendLoginAudit(tx, actor, user?.id ?? null, entry))
     },
 
     async createEmailVerification(input) {

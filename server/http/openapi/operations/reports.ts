@@ -47,7 +47,8 @@ export const reportOperations = {
   'GET /v1/organization/audit_logs': {
     operationId: 'listAuditLogs',
     summary: 'List audit log records',
-    description: 'Every change, login and denied key use, newest first; owners and admins only. Unknown query parameters are refused.',
+    description:
+      "Every change, login and denied key use, newest first; owners and admins only. A member's logins and failed logins (`login.succeeded`, `login.failed`, with `ip_address` and, in `changes.after`, the `user_agent` and a failure's `reason`) appear in each organization the member belongs to, from when they belong to it. Unknown query parameters are refused.",
     tag: 'Audit logs',
     access: 'member',
     response: AuditLogList,
