@@ -22,14 +22,23 @@ export interface IdempotentRequest {
   scope: string
 }
 
+export interface IdempotentOptions<T> {
+  /**
+   * What is stored, and so replayed, of the first answer, when that is not all of it: an answer
+   * holding a secret shown once (a new API key's `value`) is stored without it, so that the store
+   * never holds a usable secret and a replay never shows it a second time.
+   */
+  storedAs?: (answer: T) => T
+}
+
 /**
  * Runs a POST management request at most once per `Idempotency-Key` (DESIGN.md section 9): the same
  * key with the same method, path, organization and project headers and body replays the first
- * successful answer (with `Idempotent-Replayed: true`); the same key with another request, or while
- * the first is still running, is 409 conflict. Failed requests are forgotten, so a retry runs
- * again. Without the header the request simply runs.
+ * successful answer (with `Idempotent-Replayed: true`), as `options.storedAs` kept it; the same key
+ * with another request, or while the first is still running, is 409 conflict. Failed requests are
+ * forgotten, so a retry runs again. Without the header the request simply runs.
  */
-export async function idempotent<T>(store: IdempotencyStore, context: IdempotentRequest, run: () => Promise<T>): Promise<T> {
+export async function idempotent<T>(store: IdempotencyStore, context: IdempotentRequest, run: () => Promise<T>, options: IdempotentOptions<T> = {}): Promise<T> {
   const key = context.request.headers.get('idempotency-key')
   if (key === null) return run()
   if (!keyPattern.test(key)) throw new GatewayError('invalid_request', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.', 'Idempotency-Key')
@@ -57,6 +66,6 @@ export async function idempotent<T>(store: IdempotencyStore, context: Idempotent
     throw error
   }
   const status = typeof context.set.status === 'number' ? context.set.status : 200
-  await store.complete(context.scope, key, { status, body: result })
+  await store.complete(context.scope, key, { status, body: options.storedAs ? options.storedAs(result) : result })
   return result
 }

@@ -107,33 +107,42 @@ export function apiKeyRoutes(deps: ManagementDeps) {
       },
       { params: ProjectParams, query: ListQuery },
     )
-    // Not behind an Idempotency-Key: a replay would have to store the secret, which is never stored.
+    // A client's retry (the SDKs send one Idempotency-Key across a POST's attempts) must not make a
+    // second live secret. The replay is the key as first created, with `value: null` and
+    // `Idempotent-Replayed: true`, rather than a 409: the client learns the key's id, to use or
+    // revoke it, and the secret is shown once and stored nowhere, the idempotency store included.
     .post(
       '/v1/organization/projects/:project_id/api_keys',
-      async ({ org, principal, params, body, set }) => {
-        authorize(org, 'api_keys.manage')
-        const nowMs = now()
-        const changes = keyChanges(body, nowMs)
-        const secret = generateApiKey()
-        const key = await store.createApiKey(
-          org.orgId,
-          params.project_id,
-          {
-            name: changes.name!,
-            secretHash: secret.hashHex,
-            displayPrefix: secret.displayPrefix,
-            createdByUserId: principal.user.id,
-            expiresAt: changes.expiresAt ?? null,
-            rpmLimit: changes.rpmLimit ?? null,
-            monthlySpendCapMicros: changes.monthlySpendCapMicros ?? null,
-            ipAllowList: changes.ipAllowList ?? [],
-            scopes: changes.scopes ?? [...keyScopes],
+      ({ org, principal, params, body, request, set }) =>
+        idempotent(
+          deps.governance.idempotency,
+          { request, body, set, scope: principal.user.id },
+          async () => {
+            authorize(org, 'api_keys.manage')
+            const nowMs = now()
+            const changes = keyChanges(body, nowMs)
+            const secret = generateApiKey()
+            const key = await store.createApiKey(
+              org.orgId,
+              params.project_id,
+              {
+                name: changes.name!,
+                secretHash: secret.hashHex,
+                displayPrefix: secret.displayPrefix,
+                createdByUserId: principal.user.id,
+                expiresAt: changes.expiresAt ?? null,
+                rpmLimit: changes.rpmLimit ?? null,
+                monthlySpendCapMicros: changes.monthlySpendCapMicros ?? null,
+                ipAllowList: changes.ipAllowList ?? [],
+                scopes: changes.scopes ?? [...keyScopes],
+              },
+              principal.actor,
+            )
+            set.status = 201
+            return { ...apiKeyObject(key, nowMs), value: secret.secret as string | null }
           },
-          principal.actor,
-        )
-        set.status = 201
-        return { ...apiKeyObject(key, nowMs), value: secret.secret }
-      },
+          { storedAs: (created) => ({ ...created, value: null }) },
+        ),
       { params: ProjectParams, body: CreateApiKey },
     )
     .get(

@@ -66,9 +66,11 @@ export const projectOperations = {
   'POST /v1/organization/projects/:project_id/api_keys': {
     operationId: 'createApiKey',
     summary: 'Create an API key',
-    description: 'The secret (`value`) is in this answer only, so this route takes no Idempotency-Key. Scopes default to all three.',
+    description:
+      'The secret (`value`) is in this answer only. A retry with the same Idempotency-Key and body makes no second key: it replays the key as created, with `value: null` and `Idempotent-Replayed: true` (revoke it and create another if the secret was lost). Scopes default to all three.',
     tag: 'API keys',
     access: 'member',
+    idempotency: 'optional',
     status: 201,
     params: projectId,
     response: ApiKeyWithSecret,

@@ -39,8 +39,11 @@ export const ApiKey = t.Object({
   }),
 })
 
-/** A new API key: `value` is its secret, shown in this answer only. */
-export const ApiKeyWithSecret = t.Object({ ...ApiKey.properties, value: t.String({ description: 'The secret (sk-...), shown once.' }) })
+/** A new API key: `value` is its secret, shown in this answer only (null in a replay). */
+export const ApiKeyWithSecret = t.Object({
+  ...ApiKey.properties,
+  value: orNull(t.String({ description: 'The secret (sk-...), shown once; null when this answer is the replay of an earlier request with the same Idempotency-Key (`Idempotent-Replayed: true`): the key exists, its secret is not shown again.' })),
+})
 
 export const ApiKeyList = listOf(ApiKey)
 export const ApiKeyDeleted = deletedObject('organization.project.api_key.deleted')
