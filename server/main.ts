@@ -26,6 +26,7 @@ import { redisPassLease } from './adapters/redis/pass-lease'
 import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
+import { acquireInstanceLock } from './adapters/postgres/instance-lock'
 import { demoCatalogPath, followCatalogFile, readCatalogFile } from './catalog-file'
 import { listenFailure, loadConfig, upstreamFetchBudget, wantsDemoTenant } from './config'
 import { startControlSocket } from './control-socket'
@@ -61,6 +62,20 @@ function lockDataDir() {
   }
 }
 const lock = embedded ? lockDataDir() : null
+// Until the server runs, an instance that loses its lock to another has nothing to finish.
+let stopForLostLock = () => process.exit(1)
+// Without REDIS_URL this instance keeps every rate window and balance in memory: it must be the only
+// one on its Postgres database, or each instance would admit up to the full limits (see instance-lock.ts).
+const instanceLock = embedded
+  ? null
+  : await startUp(`taking the instance lock on the Postgres database of DATABASE_URL`, () =>
+      acquireInstanceLock(config.databaseUrl!, config.redisUrl ? 'shared' : 'sole', {
+        onLost(error) {
+          console.error(`nilegate is stopping: it lost its instance lock on Postgres and ${error.message}`)
+          stopForLostLock()
+        },
+      }),
+    )
 // PGlite runs queries synchronously on its thread: embedded, it gets a thread of its own.
 const database = await startUp<GatewayDatabase>(embedded ? `opening the embedded database in ${config.dataDir}` : 'opening the Postgres database of DATABASE_URL', () =>
   embedded ? openDatabaseInWorker({ dataDir: config.dataDir }) : openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
@@ -181,7 +196,7 @@ if (demo) {
 }
 
 let stopping = false
-async function shutdown(signal: string): Promise<void> {
+async function shutdown(signal: string, exitCode = 0): Promise<void> {
   if (stopping) return
   stopping = true
   console.log(`${signal}: finishing requests in flight`)
@@ -199,8 +214,10 @@ async function shutdown(signal: string): Promise<void> {
   databaseChanges?.close()
   await redis?.close()
   await database.close()
+  await instanceLock?.release()
   lock?.release()
-  process.exit(0)
+  process.exit(exitCode)
 }
+stopForLostLock = () => void shutdown('instance lock lost', 1)
 process.on('SIGINT', () => void shutdown('SIGINT'))
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
