@@ -129,6 +129,8 @@ reconciler?.start()
 // Mail is kept in the outbox table; delivered over SMTP when configured, printed otherwise.
 const smtp = config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : null
 const mailer = new OutboxMailer(database.governance.accounts, smtp)
+// The outbox keeps no tokens; mail kept by earlier versions loses the ones it holds.
+await database.governance.accounts.redactOutboxTokens()
 
 const managementDatabaseTimeoutMs = 30_000
 const app = buildApp({

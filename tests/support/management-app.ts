@@ -11,7 +11,7 @@ import type { Governance } from '../../server/core/governance'
 import { generateSecretToken, sessionLifetimeMs, sessionTokenPrefix, type UserRecord } from '../../server/core/governance/accounts'
 import { LocalChangeBus, type GovernanceChange } from '../../server/core/governance/changes'
 import type { MembershipRole } from '../../server/core/governance/roles'
-import type { MailMessage } from '../../server/core/mail'
+import type { MailMessage, Mailer } from '../../server/core/mail'
 import type { LoginLimiter } from '../../server/core/login-limiter'
 import type { LedgerReader, UsageEvent } from '../../server/core/ports'
 import { loadCatalogFile } from '../../server/catalog-file'
@@ -40,6 +40,8 @@ export interface ManagementAppOptions {
   balanceMicros?: bigint
   /** Brute-force guards of /v1/auth/* (small limits, a fake clock); the defaults when absent. */
   loginLimiter?: LoginLimiter
+  /** Sends the app's mail instead of keeping it in `mail`. */
+  mailer?: Mailer
 }
 
 export interface SignedInUser {
@@ -63,7 +65,7 @@ export async function managementApp(db: Database, options: ManagementAppOptions 
     governance: db.governance,
     trustedProxies: new AddressList(options.trustedProxies ?? []),
     changes,
-    mailer: { send: async (message) => void mail.push(message) },
+    mailer: options.mailer ?? { send: async (message) => void mail.push(message) },
     catalog,
     admission,
     ledger: db.ledger,

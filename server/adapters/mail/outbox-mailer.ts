@@ -1,5 +1,5 @@
 import type { AccountStore } from '../../core/governance/accounts'
-import type { MailMessage, Mailer } from '../../core/mail'
+import { redactSecrets, type MailMessage, type Mailer } from '../../core/mail'
 
 /** Hands one message to a mail server; throws when it is refused or cannot be reached. */
 export interface MailTransport {
@@ -13,6 +13,11 @@ export type MailOutbox = Pick<AccountStore, 'enqueueMail' | 'recordMailDelivery'
  * background and records `sent_at` or the error there. A delivery failure is logged and stays in
  * the outbox; it never fails the request that sent the mail. Without a transport (no SMTP_URL) the
  * message is printed instead, so a local gateway works without a mail server.
+ *
+ * The outbox is a record, not a queue: delivery sends the message held in memory, so the table
+ * keeps it with its secrets (verification and invite tokens) cut out, and someone who reads the
+ * database finds no token to spend. A mail that was not delivered is not sent again from there;
+ * its user asks for a new one (POST /v1/auth/verify_email/resend, or a new invite).
  */
 export class OutboxMailer implements Mailer {
   private readonly deliveries = new Set<Promise<void>>()
@@ -24,7 +29,7 @@ export class OutboxMailer implements Mailer {
   ) {}
 
   async send(message: MailMessage): Promise<void> {
-    const { id } = await this.outbox.enqueueMail(message)
+    const { id } = await this.outbox.enqueueMail(redactSecrets(message))
     if (!this.transport) {
       this.log(`mail to ${message.to}: ${message.subject}\n${message.text}`)
       return

@@ -1,7 +1,7 @@
 import { hashApiKey, randomBase62 } from '../api-keys'
 import type { AuditActor } from './audit'
 import type { MembershipRole } from './roles'
-import type { MailMessage } from '../mail'
+import type { StoredMail } from '../mail'
 
 /** Access tokens of dashboard sessions; distinct from API keys (`sk-`) at a glance. */
 export const sessionTokenPrefix = 'ngs_'
@@ -144,8 +144,13 @@ export interface AccountStore {
    * in each organization); 409 conflict when the user is the only owner of an organization.
    */
   deleteUser(userId: string, actor: AuditActor): Promise<void>
-  /** Puts a message in the mail outbox; returns its id. */
-  enqueueMail(message: MailMessage): Promise<{ id: string }>
+  /** Puts a message, its secrets already cut out, in the mail outbox; returns its id. */
+  enqueueMail(message: StoredMail): Promise<{ id: string }>
+  /**
+   * Cuts the verification and invite tokens out of the mail the outbox kept before it stopped
+   * keeping them (see core/mail.ts); returns how many messages held one.
+   */
+  redactOutboxTokens(): Promise<number>
   /** Records the outcome of delivering an outbox message: sent now, or the error. */
   recordMailDelivery(id: string, outcome: { error: string | null }): Promise<void>
 }

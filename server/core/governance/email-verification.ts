@@ -19,6 +19,7 @@ export function verificationMail(to: string, token: string, publicBaseUrl: strin
     to,
     subject: 'Verify your e-mail address for nilegate',
     text: `Confirm that ${to} is your address with this one-time token, valid for 24 hours:\n\n  ${token}\n\nSend it with:\n\n  ${how}\n\nIf you did not sign up, ignore this message.\n`,
+    secrets: [token],
   }
 }
 

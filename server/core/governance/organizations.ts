@@ -75,6 +75,7 @@ export function invitationMail(input: { invite: InviteRecord; token: string; org
       `${input.inviter} invited you to join the organization "${input.organizationName}" as ${invite.role}. ` +
       `Sign in (or sign up) as ${invite.email}, then accept with this one-time token, valid until ${new Date(invite.expiresAt).toUTCString()}:\n\n  ${token}\n\n` +
       `Send it with:\n\n  ${how}\n\nIf you did not expect this invitation, ignore this message.\n`,
+    secrets: [token],
   }
 }
 

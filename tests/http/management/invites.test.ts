@@ -54,7 +54,7 @@ describeEachDatabase('invites to an organization', (context) => {
       expires_at: created.response.json.invited_at + 7 * 24 * 60 * 60,
       accepted_at: null,
     })
-    expect(created.mail).toEqual([{ to: 'new.person@example.test', subject: expect.stringContaining('Acme'), text: expect.stringContaining(created.token!) }])
+    expect(created.mail).toEqual([{ to: 'new.person@example.test', subject: expect.stringContaining('Acme'), text: expect.stringContaining(created.token!), secrets: [created.token!] }])
     expect(accepted.status).toBe(200)
     expect(accepted.json).toMatchObject({ object: 'organization', id: orgId, name: 'Acme', role: 'admin' })
     expect(again.status).toBe(404)

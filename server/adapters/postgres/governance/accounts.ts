@@ -1,7 +1,9 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import { and, asc, desc, eq, gt, inArray, isNull, ne, sql } from 'drizzle-orm'
 import { newId } from '../../../core/api-keys'
-import { normalizeEmail, userActor, type AccountStore, type UserRecord } from '../../../core/governance/accounts'
+import { normalizeEmail, userActor, verificationTokenPrefix, type AccountStore, type UserRecord } from '../../../core/governance/accounts'
+import { inviteTokenPrefix } from '../../../core/governance/organizations'
+import { redactionMarker } from '../../../core/mail'
 import type { AuditActor, AuditEntry } from '../../../core/governance/audit'
 import type { Drizzle } from '../drizzle'
 import { emailVerifications, mailOutbox, memberships, organizations, sessions, users } from '../schema'
@@ -186,6 +188,16 @@ export function createAccountRepository(db: Drizzle): AccountStore {
       const id = newId('mail')
       await db.insert(mailOutbox).values({ id, toAddress: message.to, subject: message.subject, body: message.text })
       return { id }
+    },
+
+    async redactOutboxTokens() {
+      const token = `(${verificationTokenPrefix}|${inviteTokenPrefix})[0-9A-Za-z]{48}`
+      const redacted = await db
+        .update(mailOutbox)
+        .set({ body: sql`regexp_replace(${mailOutbox.body}, ${token}, ${redactionMarker}, 'g')` })
+        .where(sql`${mailOutbox.body} ~ ${token}`)
+        .returning({ id: mailOutbox.id })
+      return redacted.length
     },
 
     async recordMailDelivery(id, { error }) {
