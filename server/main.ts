@@ -63,7 +63,7 @@ function lockDataDir() {
 }
 const lock = embedded ? lockDataDir() : null
 // Until the server runs, an instance that loses its lock to another has nothing to finish.
-let stopForLostLock = () => process.exit(1)
+let stopForLostLock: () => void = () => process.exit(1)
 // Without REDIS_URL this instance keeps every rate window and balance in memory: it must be the only
 // one on its Postgres database, or each instance would admit up to the full limits (see instance-lock.ts).
 const instanceLock = embedded
