@@ -43,7 +43,7 @@ export const errorCatalog = {
   invalid_credentials: { status: 401, type: auth, message: 'Incorrect e-mail address or password.' },
   // 402: billing
   quota_exceeded: { status: 402, type: quota, message: 'The organization has no credit left. Top up to continue.' },
-  insufficient_balance: { status: 402, type: quota, message: 'This request would exceed the remaining balance. Top up, lower max_tokens, or shorten the prompt.' },
+  insufficient_balance: { status: 402, type: quota, message: 'This request holds the most it can cost (a token per UTF-8 byte of the prompt, plus max_tokens), more than the balance has left. Lower max_tokens, shorten the prompt, or top up.' },
   spending_cap_reached: { status: 402, type: quota, message: "This API key has reached its monthly spend cap." },
   project_spend_cap_exceeded: { status: 402, type: quota, message: "The project has reached its monthly spend cap." },
   // 403: permission

@@ -2,6 +2,7 @@ import { GatewayError } from '@nilegate/shared/errors'
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
 import { usageOf, type Usage } from '@nilegate/shared/schemas/common'
 import { estimateChatPromptTokens, estimateTextTokens } from './estimate-tokens'
+import { chatHoldBound } from './hold-bound'
 import { InferenceCall, type InferenceDeps, type InferenceRequest } from './inference'
 import type { ChatChunkIterator } from './ports'
 
@@ -11,7 +12,7 @@ import type { ChatChunkIterator } from './ports'
  */
 export type ChatStreamEvent = { chunks: ChatCompletionChunk[]; error?: undefined } | { error: GatewayError; chunks?: undefined }
 
-/** Resolves the model, checks max_tokens, and admits the request at its worst-case cost. */
+/** Resolves the model, checks max_tokens, and admits the request at the most it can cost. */
 async function openCall(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<InferenceCall> {
   const call = new InferenceCall(deps, request, body.model, 'chat.completions', body.stream === true)
   const requested = body.max_completion_tokens ?? body.max_tokens
@@ -19,8 +20,7 @@ async function openCall(deps: InferenceDeps, body: ChatCompletionRequest, reques
     const param = body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens'
     throw new GatewayError('max_tokens_exceeded', `${param} is ${requested}, above the context window of '${call.model.id}' (${call.model.contextWindow} tokens).`, param)
   }
-  const maxCompletionTokens = (requested ?? call.model.maxOutputTokens) * (body.n ?? 1)
-  await call.admit(estimateChatPromptTokens(body), maxCompletionTokens)
+  await call.admit(chatHoldBound(call.model, body))
   return call
 }
 

@@ -1,6 +1,7 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { EmbeddingsRequest, EmbeddingsResponse } from '@nilegate/shared/schemas/embeddings'
 import { estimateTextTokens } from './estimate-tokens'
+import { embeddingsHoldBound } from './hold-bound'
 import { InferenceCall, type InferenceDeps, type InferenceRequest } from './inference'
 import type { EmbeddingInput } from './ports'
 import { decodeTokenIds } from './token-ids'
@@ -58,8 +59,9 @@ export async function createEmbeddings(deps: InferenceDeps, body: EmbeddingsRequ
   // Ids are decoded before admission: an id that is no token is refused without holding credit.
   const items = sent.kind === 'text' ? sent.items : await decodeTokenIds(sent.items, Array.isArray(body.input[0]))
   const input: EmbeddingInput = { items, tokens: estimatedTokens }
-  await call.admit(estimatedTokens, 0)
   const { model: _model, input: _input, encoding_format: _format, dimensions: _dimensions, ...extra } = body
+  const extraBytes = Object.keys(extra).length === 0 ? 0 : Buffer.byteLength(JSON.stringify(extra))
+  await call.admit(embeddingsHoldBound(model, items, sent.kind === 'tokens' ? sent.items.map((ids) => ids.length) : null, extraBytes))
   const result = await call.route((provider, providerCall) => provider.embed(input, dimensions, providerCall, extra)).catch((error: unknown) => call.fail(error))
   call.record(call.clientGone ? 499 : 200, result.promptTokens, 0)
   const format = body.encoding_format ?? 'float'

@@ -1,8 +1,8 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import { longestRequestMs, type Catalog, type CatalogModel, type Deployment } from './catalog'
-import { costMicros } from './money'
 import { admitLoaded, defaultLoadFenceMs, refusalError, type AdmissionStore, type Admitted, type LedgerCounters } from './admission'
 import { answerWithin, NoAnswerInTime } from './answer-within'
+import { billWithinHold, insufficientBalanceMessage, type HoldBound } from './hold-bound'
 import type { LateUsageFollowUp } from './late-usage'
 import type { ApiKeyIdentity, LedgerReader, Provider, ProviderCall, UsageEvent, UsageSink } from './ports'
 import { effectiveRpmLimit } from './rate-limits'
@@ -67,6 +67,8 @@ export class InferenceCall {
   private held: Deployment | null = null
   private recorded = false
   private admitted: Admitted | null = null
+  /** What admission held: the most the request is billed. */
+  private hold: HoldBound | null = null
 
   constructor(
     private readonly deps: InferenceDeps,
@@ -121,10 +123,11 @@ export class InferenceCall {
   }
 
   /**
-   * Checks the key's RPM window and holds the worst-case cost against the balance and the monthly
-   * caps, in one atomic call (I1); refuses with 429 or 402 otherwise. Settled by `record`.
+   * Checks the key's RPM window and holds the most the request can cost (`hold`, hold-bound.ts)
+   * against the balance and the monthly caps, in one atomic call (I1); refuses with 429 or 402
+   * otherwise. Settled by `record`, which bills no more than the hold.
    */
-  async admit(worstCasePromptTokens: number, worstCaseCompletionTokens: number): Promise<void> {
+  async admit(hold: HoldBound): Promise<void> {
     // The rows of requests served now could not be written either: refuse rather than grow the backlog.
     if (this.deps.usage.full) throw new GatewayError('service_unavailable', 'Usage records cannot be written at the moment. Retry in 30 to 60 seconds.')
     const { identity, requestId } = this.request
@@ -154,7 +157,7 @@ export class InferenceCall {
           keyId: identity.keyId,
           projectId: identity.projectId,
           rpmLimit: effectiveRpmLimit(identity),
-          worstCaseMicros: costMicros(worstCasePromptTokens, worstCaseCompletionTokens, this.model.inputPriceMicrosPerM, this.model.outputPriceMicrosPerM),
+          worstCaseMicros: hold.micros,
           keyCapMicros: identity.keyMonthlyCapMicros,
           projectCapMicros: identity.projectMonthlyCapMicros,
           nowMs: now(),
@@ -173,8 +176,11 @@ export class InferenceCall {
     } catch (error) {
       throw error instanceof NoAnswerInTime ? billingUnavailable() : error
     }
-    if (!result.admitted) throw refusalError(result)
+    if (!result.admitted) {
+      throw result.reason === 'insufficient_balance' ? new GatewayError('insufficient_balance', insufficientBalanceMessage(hold)) : refusalError(result)
+    }
     this.admitted = result
+    this.hold = { ...hold, micros: result.reservedMicros }
     this.request.rateLimit = { limit: result.limit, remaining: result.remaining }
   }
 
@@ -194,14 +200,17 @@ export class InferenceCall {
 
   /**
    * Settles the request's hold and records its usage and cost (I2); later calls are ignored, so
-   * every exit path may call it. The usage row is queued once the store has answered the
-   * settlement (see `Settlements`).
+   * every exit path may call it. An admitted request is billed no more than its hold: usage reported
+   * beyond it (an upstream that miscounts) goes on the usage row as unbilled, for operators, and is
+   * never debited, so no balance or cap goes below zero. The usage row is queued once the store
+   * has answered the settlement (see `Settlements`). Returns the cost billed.
    */
   record(status: number, promptTokens: number, completionTokens: number): bigint {
     if (this.recorded) return 0n
     this.recorded = true
     const now = this.deps.now ?? Date.now
-    const cost = costMicros(promptTokens, completionTokens, this.model.inputPriceMicrosPerM, this.model.outputPriceMicrosPerM)
+    const billed = billWithinHold(this.hold, promptTokens, completionTokens, this.model)
+    const cost = billed.costMicros
     const { identity, requestId, startedAtMs } = this.request
     const nowMs = now()
     const event: UsageEvent = {
@@ -212,9 +221,10 @@ export class InferenceCall {
       model: this.model.id,
       endpoint: this.endpoint,
       stream: this.stream,
-      promptTokens,
-      completionTokens,
+      promptTokens: billed.promptTokens,
+      completionTokens: billed.completionTokens,
       costMicros: cost,
+      ...(billed.unbilledMicros > 0n ? { unbilled: { promptTokens: billed.unbilledPromptTokens, completionTokens: billed.unbilledCompletionTokens, micros: billed.unbilledMicros } } : {}),
       status,
       latencyMs: Math.max(0, Math.round(nowMs - startedAtMs)),
       region: this.deployment?.region ?? null,

@@ -100,14 +100,25 @@ export interface UsageEvent {
   model: string
   endpoint: 'chat.completions' | 'embeddings'
   stream: boolean
+  /** Tokens billed: as reported (or estimated), within the request's hold. */
   promptTokens: number
   completionTokens: number
+  /** What the request was billed: never more than its hold. */
   costMicros: bigint
+  /** Usage reported beyond the hold, recorded for operators and never charged; absent when none. */
+  unbilled?: UnbilledUsage
   /** HTTP status of the request, 499 when the client went away mid-stream. */
   status: number
   latencyMs: number
   region: string | null
   createdAt: Date
+}
+
+/** Tokens and cost an upstream reported beyond a request's hold. */
+export interface UnbilledUsage {
+  promptTokens: number
+  completionTokens: number
+  micros: bigint
 }
 
 /** The ledger as admission needs it: balance (credits minus debits) and one month's spend per key and project. */

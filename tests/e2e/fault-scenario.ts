@@ -1,5 +1,4 @@
 import { join } from 'node:path'
-import { estimatePromptTokens } from '../../server/core/estimate-tokens'
 import { costMicros, parseEgp } from '../../server/core/money'
 import { catalogFileModel } from '../support/catalog-file-model'
 import { createTempDir } from '../support/databases'
@@ -10,8 +9,9 @@ import { demoCatalogPath } from '../support/test-app'
  * their worst case, traffic that never throws, and a teardown that undoes whatever was started.
  */
 
-// Whole EGP prices per 1M tokens, so a cost in micro-EGP is prompt * 5 + completion * 15 exactly.
-const prices = { input_price_egp: '5', output_price_egp: '15' }
+// The prompt is free and output costs 15 EGP per 1M tokens: a request's hold (its max_tokens at the
+// output price, whatever the bound of its prompt) is exactly what it costs.
+const prices = { input_price_egp: '0', output_price_egp: '15' }
 /** Answers at once. */
 export const quickModel = 'e2e/quick'
 /** Answers after 200 ms: a dozen workers per key stay under the edge guard's 100 requests per second. */
@@ -26,7 +26,7 @@ const maxTokens = 16
 /** The body of a request to `model`. */
 export const request = (model: string) => ({ model, messages, max_tokens: maxTokens })
 /** What each request of `request()` holds on admission and costs when it ends. */
-export const worstCaseMicros = costMicros(estimatePromptTokens(messages), maxTokens, parseEgp(prices.input_price_egp), parseEgp(prices.output_price_egp))
+export const worstCaseMicros = costMicros(0, maxTokens, parseEgp(prices.input_price_egp), parseEgp(prices.output_price_egp))
 /** Micro-EGP as the `--balance-egp` of `bun server/cli.ts demo`. */
 export const egp = (micros: bigint) => (Number(micros) / 1_000_000).toFixed(6)
 

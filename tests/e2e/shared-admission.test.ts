@@ -19,9 +19,9 @@ import { waitFor } from '../support/wait-for'
 // after): admission must hold across them (DESIGN.md I1), at two Redis commands per request.
 const redisUrl = 'redis://127.0.0.1:6379/11'
 const model = 'nile/qwen2.5-7b-instruct'
-// Worst case of one request below: 10 estimated prompt tokens at 5 EGP/1M plus 1,000 output tokens
-// at 15 EGP/1M = 15,050 micro-EGP.
-const worstCaseMicros = 15_050
+// The hold of one request below (core/hold-bound.ts): a prompt bound of 283 tokens (11 bytes, 16 for
+// the message, 256 for the request) at 5 EGP/1M plus 1,000 output tokens at 15 EGP/1M = 16,415 micro-EGP.
+const worstCaseMicros = 16_415
 const k = 23
 
 let database: Awaited<ReturnType<typeof createPostgresDatabase>>

@@ -1,13 +1,15 @@
 import { describe, expect, test } from 'bun:test'
 import { billingMonth } from '../../server/core/admission'
 import { EdgeLimiter } from '../../server/core/edge-limiter'
-import { estimateChatPromptTokens, estimatePromptTokens } from '../../server/core/estimate-tokens'
-import { costMicros } from '../../server/core/money'
-import { chatRequest, embeddingsModel, keyIdentity, ScriptedProvider, testApp } from '../support/test-app'
+import type { ChatCompletionRequest } from '@nilegate/shared/schemas/chat'
+import { loadCatalogFile } from '../../server/catalog-file'
+import { chatHoldBound } from '../../server/core/hold-bound'
+import { chatModel, chatRequest, demoCatalogPath, embeddingsModel, keyIdentity, ScriptedProvider, testApp } from '../support/test-app'
 
 // nile/qwen2.5-7b-instruct: 5 EGP per 1M input tokens, 15 EGP per 1M output tokens (demo catalog).
-const inputPrice = 5_000_000n
-const outputPrice = 15_000_000n
+const demoChatModel = (await loadCatalogFile(demoCatalogPath)).find((model) => model.id === chatModel)!
+/** What admission holds for `body` (core/hold-bound.ts). */
+const holdOf = (body: ChatCompletionRequest) => chatHoldBound(demoChatModel, body).micros
 const post = (send: Awaited<ReturnType<typeof testApp>>['send'], body: unknown) => send('POST', '/v1/chat/completions', JSON.stringify(body))
 
 async function settledSnapshot(admission: Awaited<ReturnType<typeof testApp>>['admission']) {
@@ -54,13 +56,16 @@ describe('admission on the inference routes', () => {
     expect((await response.json()).error).toMatchObject({ code: 'quota_exceeded', type: 'quota_exceeded' })
   })
 
-  test('a balance below the worst case answers 402 insufficient_balance saying how to fix it', async () => {
+  test('a balance below the hold answers 402 insufficient_balance quoting the hold and saying how to fix it', async () => {
     const { send } = await testApp({ balanceMicros: 1_000n })
 
     const response = await post(send, chatRequest({ max_tokens: 1_000 }))
 
     expect(response.status).toBe(402)
-    expect((await response.json()).error.message).toContain('lower max_tokens')
+    const { message } = (await response.json()).error
+    expect(message).toContain('holds up to 0.016415 EGP')
+    expect(message).toContain('prompt of up to 283 tokens')
+    expect(message).toContain('Lower max_tokens, shorten the prompt, or top up.')
   })
 
   test('the worst case counts the tool definitions and the response schema as prompt', async () => {
@@ -68,43 +73,38 @@ describe('admission on the inference routes', () => {
     const plain = chatRequest({ max_tokens: 100 })
     const withTools = chatRequest({ max_tokens: 100, tools: [{ type: 'function', function: { name: 'fill_form', parameters } }] })
     const withSchema = chatRequest({ max_tokens: 100, response_format: { type: 'json_schema', json_schema: { name: 'form', schema: parameters } } })
-    const worstCase = (promptTokens: number) => costMicros(promptTokens, 100, inputPrice, outputPrice)
     // Enough for the conversation and max_tokens, not for 200 described fields besides.
-    const { send } = await testApp({ balanceMicros: worstCase(estimatePromptTokens(plain.messages)) })
+    const { send } = await testApp({ balanceMicros: holdOf(plain) })
 
     const answers = [await post(send, withTools), await post(send, withSchema), await post(send, plain)]
 
-    expect(estimateChatPromptTokens(withTools)).toBeGreaterThan(estimatePromptTokens(withTools.messages) + 2_000)
     expect(answers.map((answer) => answer.status)).toEqual([402, 402, 200])
     expect((await answers[0]!.json()).error.code).toBe('insufficient_balance')
   })
 
-  test('a CJK or emoji prompt is held at a token a character, not at four characters a token', async () => {
+  test('a CJK or emoji prompt is held at a token a UTF-8 byte, not at four characters a token', async () => {
     const maxTokens = 10
-    const worstCase = (promptTokens: number) => costMicros(promptTokens, maxTokens, inputPrice, outputPrice)
     const cjk = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: '你好世界'.repeat(1_000) }] })
     const emoji = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: '😀'.repeat(4_000) }] })
     const latin = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'word'.repeat(1_000) }] })
-    // Enough for 4,000 characters at four a token with room to spare, not for 4,000 tokens.
-    const { send } = await testApp({ balanceMicros: worstCase(2_000) })
+    // Enough for 4,000 bytes of Latin text, not for the 12,000 bytes of the CJK or the 16,000 of the emoji.
+    const { send } = await testApp({ balanceMicros: holdOf(latin) })
 
     const answers = [await post(send, cjk), await post(send, emoji), await post(send, latin)]
 
-    expect(estimateChatPromptTokens(cjk)).toBeGreaterThanOrEqual(4_000)
     expect(answers.map((answer) => answer.status)).toEqual([402, 402, 200])
     expect((await answers[0]!.json()).error.code).toBe('insufficient_balance')
   })
 
-  test('an Amharic prompt is held at three tokens a character, a Vietnamese one at a token a marked letter', async () => {
+  test('an Amharic prompt is held at three tokens a character, a Vietnamese one at three a marked letter: a token a UTF-8 byte', async () => {
     const maxTokens = 10
-    const worstCase = (promptTokens: number) => costMicros(promptTokens, maxTokens, inputPrice, outputPrice)
     // 1,500 Ethiopic characters: cl100k_base makes about 3 tokens of each.
     const amharic = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'ሰላም'.repeat(500) }] })
     // 2,000 characters, 1,000 of them letters with two marks.
     const vietnamese = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'ệt'.repeat(1_000) }] })
     const latin = chatRequest({ max_tokens: maxTokens, messages: [{ role: 'user', content: 'et'.repeat(1_000) }] })
-    // Enough for 1,000 tokens: the old estimate of either (375 and 500), not the new (4,500 and 1,250).
-    const { send } = await testApp({ balanceMicros: worstCase(1_000) })
+    // Enough for the 2,000 bytes of the Latin text, not for the 4,500 of the Amharic or the 4,000 of the Vietnamese.
+    const { send } = await testApp({ balanceMicros: holdOf(latin) })
 
     const answers = [await post(send, amharic), await post(send, vietnamese), await post(send, latin)]
 
@@ -139,7 +139,7 @@ describe('admission on the inference routes', () => {
     test(`500 concurrent requests against ${limit} covering exactly K worst cases: exactly K run, and nothing goes below zero`, async () => {
       const maxTokens = 100
       const body = chatRequest({ max_tokens: maxTokens })
-      const worstCase = costMicros(11, maxTokens, inputPrice, outputPrice)
+      const worstCase = holdOf(body)
       const k = 37
       // Past the edge guard's 100 per second and 400 at once for one key, which is not what is tested here.
       const options = { balanceMicros: 10_000_000_000n, ...setUp(worstCase * BigInt(k)) }

@@ -176,6 +176,13 @@ export const usageEvents = pgTable(
     promptTokens: integer('prompt_tokens').notNull(),
     completionTokens: integer('completion_tokens').notNull(),
     costMicros: micros('cost_micros').notNull(),
+    /**
+     * Usage an upstream reported beyond the request's hold: never charged (cost_micros is what was
+     * billed, and what balances and caps count), kept for operators (GET /v1/admin/unbilled_usage).
+     */
+    unbilledPromptTokens: integer('unbilled_prompt_tokens').notNull().default(0),
+    unbilledCompletionTokens: integer('unbilled_completion_tokens').notNull().default(0),
+    unbilledMicros: micros('unbilled_micros').notNull().default(sql`0`),
     status: integer('status').notNull(),
     latencyMs: integer('latency_ms').notNull(),
     region: text('region'),
@@ -191,6 +198,8 @@ export const usageEvents = pgTable(
     index('usage_events_org_id_created_at_index').on(table.orgId, table.createdAt),
     // Finds the rows a snapshot did not hold: those of transactions from its xmin on.
     index('usage_events_org_id_inserted_xid_index').on(table.orgId, table.insertedXid),
+    // Operators list the few rows with unbilled usage, newest first, among all the others.
+    index('usage_events_unbilled_index').on(table.createdAt, table.requestId).where(sql`${table.unbilledMicros} > 0`),
   ],
 )
 

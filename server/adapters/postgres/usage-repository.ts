@@ -15,7 +15,7 @@ export interface UsageBatch {
 }
 
 const usageColumns =
-  '(request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at)'
+  '(request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at, unbilled_prompt_tokens, unbilled_completion_tokens, unbilled_micros)'
 
 // The inside of a quoted CSV field. Every text field is quoted, so commas, quotes and newlines in
 // a model id cannot shift columns, and an empty string stays distinct from NULL (an unquoted empty
@@ -26,7 +26,8 @@ function inQuotes(text: string): string {
 
 function csvLine(event: UsageEvent): string {
   const region = event.region === null ? '' : `"${inQuotes(event.region)}"`
-  return `"${inQuotes(event.requestId)}","${inQuotes(event.orgId)}","${inQuotes(event.projectId)}","${inQuotes(event.keyId)}","${inQuotes(event.model)}","${event.endpoint}",${event.stream ? 't' : 'f'},${event.promptTokens},${event.completionTokens},${event.costMicros},${event.status},${event.latencyMs},${region},${event.createdAt.toISOString()}\n`
+  const unbilled = event.unbilled ? `${event.unbilled.promptTokens},${event.unbilled.completionTokens},${event.unbilled.micros}` : '0,0,0'
+  return `"${inQuotes(event.requestId)}","${inQuotes(event.orgId)}","${inQuotes(event.projectId)}","${inQuotes(event.keyId)}","${inQuotes(event.model)}","${event.endpoint}",${event.stream ? 't' : 'f'},${event.promptTokens},${event.completionTokens},${event.costMicros},${event.status},${event.latencyMs},${region},${event.createdAt.toISOString()},${unbilled}\n`
 }
 
 export async function usageBatch(events: UsageEvent[], lastUsed: KeyLastUsed[]): Promise<UsageBatch> {
@@ -156,6 +157,9 @@ function jsonRow(event: UsageEvent): unknown[] {
     event.latencyMs,
     event.region,
     event.createdAt.toISOString(),
+    event.unbilled?.promptTokens ?? 0,
+    event.unbilled?.completionTokens ?? 0,
+    (event.unbilled?.micros ?? 0n).toString(),
   ]
 }
 
@@ -163,7 +167,7 @@ function jsonRow(event: UsageEvent): unknown[] {
  * Postgres takes a batch as one statement whatever its size: a single JSON parameter (an array of
  * row arrays) that `jsonb_array_elements` turns into rows, so building and parsing the statement
  * costs the same for 1 row or 5,000. jsonb, not json: `->>` on json parses the row's text again
- * for each of the 14 fields, which doubled the server's time per row. Replaying a batch inserts
+ * for each of the 17 fields, which doubled the server's time per row. Replaying a batch inserts
  * nothing twice. (COPY through postgres.js never settles when the server rejects the data, so it
  * is not used here.)
  */
@@ -172,7 +176,8 @@ export async function insertUsageRows(db: Drizzle, events: UsageEvent[], lastUse
   const insert = sql`
     INSERT INTO usage_events ${sql.raw(usageColumns)}
     SELECT r->>0, r->>1, r->>2, r->>3, r->>4, r->>5, (r->>6)::boolean, (r->>7)::integer, (r->>8)::integer,
-      (r->>9)::bigint, (r->>10)::integer, (r->>11)::integer, r->>12, (r->>13)::timestamptz
+      (r->>9)::bigint, (r->>10)::integer, (r->>11)::integer, r->>12, (r->>13)::timestamptz,
+      (r->>14)::integer, (r->>15)::integer, (r->>16)::bigint
     FROM jsonb_array_elements(${rows}::jsonb) AS r
     ON CONFLICT (request_id) DO NOTHING`
   // A data-modifying WITH runs to completion whether or not the statement reads it.

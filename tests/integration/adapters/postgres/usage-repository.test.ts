@@ -13,8 +13,10 @@ describeEachDatabase('insertUsageEvents', (context) => {
     return context.current.db.drizzle.select().from(usageEvents).where(eq(usageEvents.orgId, orgId)).orderBy(asc(usageEvents.requestId))
   }
 
-  async function rowsOf(orgId: string) {
-    return (await rowsWithXid(orgId)).map(({ insertedXid: _, ...event }) => event)
+  async function rowsOf(orgId: string): Promise<UsageEvent[]> {
+    return (await rowsWithXid(orgId)).map(({ insertedXid: _, unbilledPromptTokens, unbilledCompletionTokens, unbilledMicros, ...event }) =>
+      unbilledMicros > 0n ? { ...event, unbilled: { promptTokens: unbilledPromptTokens, completionTokens: unbilledCompletionTokens, micros: unbilledMicros } } : event,
+    )
   }
 
   function eventsOf(orgId: string, count: number): UsageEvent[] {
@@ -28,6 +30,8 @@ describeEachDatabase('insertUsageEvents', (context) => {
       usageEvent({ orgId, requestId: 'req_b', endpoint: 'embeddings', stream: false, status: 499, region: null }),
       // Text that CSV must quote, and an empty string that must not become NULL.
       usageEvent({ orgId, requestId: 'req_c', model: 'odd/"model", with\na newline', region: '' }),
+      // Usage an upstream reported beyond the hold: recorded, not billed.
+      usageEvent({ orgId, requestId: 'req_d', unbilled: { promptTokens: 15_900, completionTokens: 2, micros: 9_007_199_254_740_993n } }),
     ]
 
     await context.current.db.usage.insertUsageEvents(events)
