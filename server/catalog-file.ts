@@ -6,6 +6,7 @@ import { parseEgp } from './core/money'
 import {
   defaultRoutingSettings,
   defaultTimeouts,
+  isCalendarDate,
   normalizeBaseUrl,
   type Catalog,
   type CatalogFileContents,
@@ -116,6 +117,8 @@ export function parseCatalogContents(json: unknown): CatalogFileContents {
     seenModels.add(entry.id)
     const status = entry.status ?? 'live'
     if (status === 'live' && entry.deployments.length === 0) throw new Error(`model ${entry.id}: a live model needs a deployment`)
+    // The date retires the model at its instant: one that names no day would never come.
+    if (entry.retires_on !== undefined && !isCalendarDate(entry.retires_on)) throw new Error(`model ${entry.id}: retires_on ${entry.retires_on} is not a date of the calendar`)
     const deployments = entry.deployments.map((deployment, index) => {
       try {
         return toDeployment(deployment, entry, index, settings.circuit)

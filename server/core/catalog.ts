@@ -145,6 +145,12 @@ export function retirementInstantMs(isoDate: string): number {
   return Date.parse(`${isoDate}T00:00:00Z`)
 }
 
+/** Whether `isoDate` (YYYY-MM-DD) names a day of the calendar: 2025-02-30 does not. */
+export function isCalendarDate(isoDate: string): boolean {
+  const instant = retirementInstantMs(isoDate)
+  return Number.isFinite(instant) && new Date(instant).toISOString().slice(0, 10) === isoDate
+}
+
 /** What the catalog file holds: its models with their deployments, and its routing settings. */
 export interface CatalogFileContents {
   models: readonly CatalogModel[]
@@ -153,11 +159,12 @@ export interface CatalogFileContents {
 
 /**
  * The catalog, indexed by model id: the models of the catalog file, with the deployments and
- * retirements operators stored in the database applied over them. A retirement dated in the future
- * leaves the model live (showing its shutdown date and replacement) and retires it from 00:00 UTC of
- * that date: each lookup compares the clock with the precomputed instant, so nothing has to run at
- * midnight. The file's own `retired` status is final (such a model may have no deployment left);
- * stored retirements set the date and replacement of every other model.
+ * retirements operators stored in the database applied over them. A retirement, the file's
+ * `retires_on` or an operator's, dated in the future leaves the model live (showing its shutdown
+ * date and replacement) and retires it from 00:00 UTC of that date: each lookup compares the clock
+ * with the precomputed instant, so nothing has to run at midnight. The file's own `retired` status
+ * is final (such a model may have no deployment left); stored retirements set the date and
+ * replacement of every other model, in place of the file's.
  *
  * A change (a reloaded file, stored deployments, retirements) replaces model objects and never
  * mutates one: a request keeps the model it resolved, with its deployments, however the catalog
@@ -243,7 +250,8 @@ export class Catalog {
       this.file.models.map((fileModel): [string, CatalogEntry] => {
         const stored = fileModel.status === 'retired' ? undefined : storedByModel.get(fileModel.id)
         const model = stored ? { ...fileModel, deployments: [...fileModel.deployments, ...stored] } : fileModel
-        const retirement = retirements.get(model.id)
+        // A stored retirement takes the place of the file's date; either retires the model at its instant.
+        const retirement = retirements.get(model.id) ?? (model.retiresOn === null ? undefined : { modelId: model.id, retiresOn: model.retiresOn, replacement: model.replacement })
         if (!retirement || model.status === 'retired') return [model.id, { current: model, retiresAtMs: null, retired: null }]
         const scheduled: CatalogModel = { ...model, retiresOn: retirement.retiresOn, replacement: retirement.replacement }
         return [model.id, { current: scheduled, retiresAtMs: retirementInstantMs(retirement.retiresOn), retired: { ...scheduled, status: 'retired' } }]
