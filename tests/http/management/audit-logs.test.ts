@@ -207,7 +207,7 @@ describeEachDatabase('GET /v1/organization/audit_logs', (context) => {
     expect([statuses.reader!.status, statuses.reader!.json.error.code]).toEqual([403, 'permission_denied'])
   })
 
-  test("never shows another organization's records, nor a user's own sign-up and logins", async () => {
+  test("never shows another organization's records, nor a user's sign-up and logins from before they joined", async () => {
     const mine = await organizationWithOwner()
     const theirs = await organizationWithOwner()
     const theirRecords = ids(await theirs.list())
