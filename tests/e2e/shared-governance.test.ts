@@ -115,7 +115,7 @@ describe.each<{ shared: string; env: Record<string, string> }>([
     const wrong = { email: tenant.email, password: 'not the password' }
     const logIn = (gateway: RunningGateway) =>
       fetch(`${gateway.baseUrl}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(wrong) })
-    // Ten failures per address in 15 minutes; half of them through each gateway.
+    // Ten failures per address and IP in 15 minutes; half of them through each gateway.
     for (let attempt = 0; attempt < 10; attempt++) expect((await logIn(attempt % 2 === 0 ? a : b)).status).toBe(401)
 
     const next = await logIn(b)
