@@ -67,6 +67,11 @@ export interface Admitted {
   /** For X-RateLimit-Limit-Requests and X-RateLimit-Remaining-Requests. */
   limit: number
   remaining: number
+  /**
+   * Milliseconds until the oldest admission in the key's window (this one, when it is alone)
+   * leaves it, and `remaining` grows by one: for X-RateLimit-Reset-Requests. 0 to 60,000.
+   */
+  resetMs: number
   /** The billing month (yyyymm) the request counts in: pass it to `settle`. */
   month: string
   reservedMicros: bigint
@@ -421,6 +426,11 @@ function subtractHeld(held: Map<string, bigint>, id: string, amount: bigint): vo
   const left = (held.get(id) ?? 0n) - amount
   if (left > 0n) held.set(id, left)
   else held.delete(id)
+}
+
+/** Milliseconds until an entry admitted at `admittedAtMs` leaves the window: 0 to 60,000. */
+export function resetMilliseconds(admittedAtMs: number, nowMs: number): number {
+  return Math.min(rateWindowMs, Math.max(0, admittedAtMs + rateWindowMs - nowMs))
 }
 
 /** Whole seconds until an entry admitted at `admittedAtMs` leaves the window: 1 to 60. */

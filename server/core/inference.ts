@@ -49,7 +49,7 @@ export interface InferenceRequest {
   signal: AbortSignal
   startedAtMs: number
   /** Filled in on admission, for the X-RateLimit-* headers. */
-  rateLimit?: { limit: number; remaining: number }
+  rateLimit?: { limit: number; remaining: number; resetMs: number }
   /** The model the request resolved to, for headers that depend on it (a scheduled retirement). */
   model?: CatalogModel
 }
@@ -181,7 +181,7 @@ export class InferenceCall {
     }
     this.admitted = result
     this.hold = { ...hold, micros: result.reservedMicros }
-    this.request.rateLimit = { limit: result.limit, remaining: result.remaining }
+    this.request.rateLimit = { limit: result.limit, remaining: result.remaining, resetMs: result.resetMs }
   }
 
   private get ledgerWaitMs(): number {

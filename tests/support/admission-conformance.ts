@@ -533,6 +533,24 @@ export function describeAdmissionStore(name: string, open: () => Promise<Admissi
         ])
       })
 
+      test('tells each admission how long until the oldest request of its window leaves it and a place frees up', async () => {
+        const { request } = await organization(1_000_000n)
+        const t0 = midJanuaryMs
+        const at = (offsetMs: number, keyId = 'key_a') => admitted(request({ rpmLimit: 3, keyId, nowMs: t0 + offsetMs }))
+
+        const timeline = [await at(0), await at(20_000), await at(45_500), await at(60_000), await at(60_250, 'key_b')]
+
+        expect(timeline.map(({ remaining, resetMs }) => ({ remaining, resetMs }))).toEqual([
+          // Alone in its window: it frees its own place a minute later.
+          { remaining: 2, resetMs: 60_000 },
+          { remaining: 1, resetMs: 40_000 },
+          { remaining: 0, resetMs: 14_500 },
+          // The first left at +60 s: the one of +20 s is now the oldest.
+          { remaining: 0, resetMs: 20_000 },
+          { remaining: 2, resetMs: 60_000 },
+        ])
+      })
+
       test('applies a lowered limit at once, waiting for enough admissions to leave', async () => {
         const { request } = await organization(1_000_000n)
         for (let i = 0; i < 5; i++) await admitted(request({ rpmLimit: 10, nowMs: midJanuaryMs + i * 1_000 }))

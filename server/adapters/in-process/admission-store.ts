@@ -16,6 +16,7 @@ import {
   moneyRefusal,
   keptSettlementTtlMs,
   rateWindowMs,
+  resetMilliseconds,
   retryAfterSeconds,
   type AdmissionStore,
   type AdmitRequest,
@@ -125,7 +126,7 @@ export class InProcessAdmissionStore implements AdmissionStore {
     org.holds.set(requestId, hold)
     org.nextExpiryMs = Math.min(org.nextExpiryMs, expiresAtMs)
     addHeld(org, hold, 1n)
-    return { admitted: true, limit, remaining: limit - window.length, month, reservedMicros: worstCaseMicros, expiresAtMs }
+    return { admitted: true, limit, remaining: limit - window.length, resetMs: resetMilliseconds(window.at(0), nowMs), month, reservedMicros: worstCaseMicros, expiresAtMs }
   }
 
   async settle(settlement: Settlement): Promise<SettleResult> {

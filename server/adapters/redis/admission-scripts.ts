@@ -99,7 +99,8 @@ export interface AdmitParams {
 }
 
 export type AdmitReply =
-  | ['admitted', number]
+  /** Remaining places in the window, and ms until its oldest entry leaves it. */
+  | ['admitted', number, number]
   | ['rate_limit_exceeded', number]
   | ['quota_exceeded' | 'insufficient_balance' | 'spending_cap_reached' | 'project_spend_cap_exceeded' | 'not_loaded' | 'duplicate']
 

@@ -124,7 +124,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     const reply = await this.admissions.add(`${request.orgId}|${month}`, request)
     switch (reply[0]) {
       case 'admitted':
-        return { admitted: true, limit: request.rpmLimit, remaining: reply[1], month, reservedMicros: request.worstCaseMicros, expiresAtMs }
+        return { admitted: true, limit: request.rpmLimit, remaining: reply[1], resetMs: reply[2], month, reservedMicros: request.worstCaseMicros, expiresAtMs }
       case 'rate_limit_exceeded':
         return { admitted: false, reason: 'rate_limit_exceeded', limit: request.rpmLimit, retryAfterS: reply[1] }
       case 'spending_cap_reached':

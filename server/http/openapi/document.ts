@@ -74,7 +74,7 @@ function successResponse(route: AppRoute, operation: Operation, components: Sche
   const isInference = operation.access === 'apiKey' && route.method === 'POST'
   const headers = {
     'X-Request-Id': headerRef('X-Request-Id'),
-    ...(isInference ? Object.fromEntries(['X-RateLimit-Limit-Requests', 'X-RateLimit-Remaining-Requests', 'Deprecation', 'Sunset', 'Link'].map((name) => [name, headerRef(name)])) : {}),
+    ...(isInference ? Object.fromEntries(['X-RateLimit-Limit-Requests', 'X-RateLimit-Remaining-Requests', 'X-RateLimit-Reset-Requests', 'Deprecation', 'Sunset', 'Link'].map((name) => [name, headerRef(name)])) : {}),
     ...(operation.idempotency ? { 'Idempotent-Replayed': headerRef('Idempotent-Replayed') } : {}),
   }
   const content: Record<string, unknown> = { [operation.mediaType ?? 'application/json']: { schema: components.use(operation.response) } }

@@ -9,6 +9,7 @@ import type { ApiKeyIdentity } from '../../core/ports'
 import { apiKeyAuth, type KeyAuthDeps } from '../plugins/api-key-auth'
 import { lifecycleHeaders } from './changelog'
 import { endOfTurn } from '../end-of-turn'
+import { openAiDuration } from '../openai-duration'
 import { BodyProblem } from '../request-body'
 import { sseResponse } from '../sse'
 
@@ -16,12 +17,16 @@ export interface InferenceRouteDeps extends InferenceDeps, KeyAuthDeps {}
 
 /**
  * Headers of an admitted request: X-RateLimit-* (a 429 carries only Retry-After), and for a model
- * whose retirement is scheduled, Deprecation and Sunset (RFC 9745, RFC 8594).
+ * whose retirement is scheduled, Deprecation and Sunset (RFC 9745, RFC 8594). The reset is the
+ * time until the oldest request in the key's 60-second window leaves it, which frees a place
+ * (`remaining` grows by one); "until the limit is whole again" would be about a minute after every
+ * request, since the window always holds the one just admitted.
  */
 function setAnswerHeaders(headers: Record<string, unknown>, context: InferenceRequest): void {
   if (context.rateLimit) {
     headers['x-ratelimit-limit-requests'] = String(context.rateLimit.limit)
     headers['x-ratelimit-remaining-requests'] = String(context.rateLimit.remaining)
+    headers['x-ratelimit-reset-requests'] = openAiDuration(context.rateLimit.resetMs)
   }
   if (context.model) Object.assign(headers, lifecycleHeaders(context.model))
 }

@@ -12,7 +12,8 @@
 -- then ten per request (ARGV[4..13], ARGV[14..23], ...): requestId, keyId, projectId, now ms,
 --   rpm limit, worst case uEGP, key cap uEGP or '', project cap uEGP or '', hold expiry ms, and
 --   the index in KEYS of its key's window
--- Reply: one per request, in order: {'admitted', remaining} | {'rate_limit_exceeded', retryAfterS}
+-- Reply: one per request, in order: {'admitted', remaining, reset ms (until the oldest entry of
+--   the key's window leaves it)} | {'rate_limit_exceeded', retryAfterS}
 --   | {'quota_exceeded'} | {'insufficient_balance'} | {'spending_cap_reached'}
 --   | {'project_spend_cap_exceeded'} | {'not_loaded'} | {'duplicate'}
 -- A refusal records nothing for the request (expired holds and window entries may still be dropped).
@@ -79,7 +80,13 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
     held_fields = {key_field, key_held + worst, project_field, project_held + worst}
   end
   write_account(KEYS[1], totals, held_fields)
-  return {'admitted', limit - count - 1}
+  -- The oldest entry is this one when the window was empty: no read for a key's first request a minute.
+  local oldest = now
+  if count > 0 then
+    oldest = tonumber(redis.call('ZRANGE', window_key, 0, 0, 'WITHSCORES')[2])
+  end
+  local reset_ms = math.max(0, math.min(window_ms, oldest + window_ms - now))
+  return {'admitted', limit - count - 1, reset_ms}
 end
 
 -- Holds expired by the earliest clock of the run are released first: one a later request of the
