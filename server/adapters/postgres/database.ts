@@ -10,6 +10,7 @@ import type { Governance } from '../../core/governance'
 import type { IdentityStore, LateUsageReader, LedgerReader, UsageEvent, UsageRepository, UsageRowFinder } from '../../core/ports'
 import type { BillingAccount } from '../../core/reconcile'
 import { listBillingAccounts } from './billing-accounts'
+import { answeringOutages } from './database-errors'
 import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoTenant, type DemoTenantOptions } from './demo-tenant'
 import type { Drizzle } from './drizzle'
 import { createGovernance } from './governance'
@@ -115,10 +116,15 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
 function openPostgres(databaseUrl: string, poolSize = defaultPoolSize): Database {
   const client = postgres(databaseUrl, { max: poolSize, backoff: reconnectBackoffS, onnotice: () => {}, connection: { application_name: 'nilegate' } })
   const db = drizzlePostgres({ client, schema })
-  return buildDatabase('postgres', db, (events, lastUsed) => insertUsageRows(db, events, lastUsed), {
+  const database = buildDatabase('postgres', db, (events, lastUsed) => insertUsageRows(db, events, lastUsed), {
     migrate: () => migratePostgresExclusively(databaseUrl),
     close: () => client.end({ timeout: 5 }),
   })
+  // A server that went away answers 503, and no statement or its parameters (key and session hashes
+  // among them) reaches a log, whoever catches the error.
+  const answering = answeringOutages()
+  const governance = Object.fromEntries(Object.entries(database.governance).map(([area, store]) => [area, answering(store)])) as unknown as Governance
+  return { ...database, identities: answering(database.identities), usage: answering(database.usage), ledger: answering(database.ledger), governance }
 }
 
 // A session-level advisory lock on a dedicated connection; ending the connection releases it.

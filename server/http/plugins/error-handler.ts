@@ -91,6 +91,18 @@ function fromValidation(error: ValidationError): GatewayError {
   return new GatewayError('invalid_request', `Invalid ${where}: ${problem}.`, param)
 }
 
+/**
+ * An error as it may be logged. A failed statement's error (drizzle's) carries the SQL and its
+ * parameters, key and session hashes among them, in its message and fields: only its cause's
+ * message and code are kept.
+ */
+function loggable(error: unknown): unknown {
+  if (typeof (error as { query?: unknown } | null)?.query !== 'string') return error
+  const cause = (error as { cause?: { message?: unknown; code?: unknown } }).cause
+  const message = typeof cause?.message === 'string' ? cause.message : 'no reason given'
+  return `a database statement failed: ${message}${typeof cause?.code === 'string' ? ` (${cause.code})` : ''}`
+}
+
 /** Paths with the methods they answer, to tell 405 from 404. */
 export type RouteTable = ReadonlyArray<{ pattern: RegExp; methods: readonly string[] }>
 
@@ -118,7 +130,7 @@ export function errorHandler(routes: RouteTable) {
       set.status = 499
       return new GatewayError('invalid_request', 'The client closed the connection before the answer.').toBody()
     } else {
-      console.error('unhandled error', error)
+      console.error('unhandled error', loggable(error))
       gatewayError = new GatewayError('internal_error')
     }
     set.status = gatewayError.status
