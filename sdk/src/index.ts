@@ -30,6 +30,8 @@ export type {
   Deployment,
   DeploymentCreateParams,
   ModelRetirementParams,
+  UnbilledUsage,
+  UnbilledUsageListParams,
 } from './resources/admin'
 
 // Aliases rather than re-exports: the shared names are TypeBox schemas too, and only their types are published.

@@ -14,6 +14,9 @@ export type AdminCredit = DataOf<OrganizationRoutes['credits']['post']>
 /** A user as operators see it. */
 export type AdminUser = DataOf<AdminRoutes['users']['get']>['data'][number]
 export type AdminUserListParams = ListParams & { email?: string }
+/** A request whose upstream reported more usage than its hold: what was billed, and what was not. */
+export type UnbilledUsage = DataOf<AdminRoutes['unbilled_usage']['get']>['data'][number]
+export type UnbilledUsageListParams = ListParams & { organization_id?: string }
 export type ModelRetirementParams = BodyOf<AdminRoutes['models']['*']['post']>
 /** A deployment of a model, with its health as this instance's router sees it. */
 export type Deployment = DataOf<AdminRoutes['deployments']['get']>['data'][number]
@@ -89,6 +92,21 @@ export class AdminUsers {
   }
 }
 
+/** Requests billed less than their upstream reported (never more than their hold). */
+export class AdminUnbilledUsage {
+  constructor(private readonly api: GatewayApi) {}
+
+  /** Every such request, oldest first, page by page as the loop goes. */
+  list(params: UnbilledUsageListParams = {}): AsyncGenerator<UnbilledUsage, void, undefined> {
+    return paginate((page) => this.page(page), params)
+  }
+
+  /** One page of them. */
+  page(params: UnbilledUsageListParams = {}, options?: RequestOptions): Promise<ListPage<UnbilledUsage>> {
+    return unwrap(this.api.v1.admin.unbilled_usage.get({ query: { ...listQuery(params), organization_id: params.organization_id }, ...callOptions(options) }))
+  }
+}
+
 /** Model retirements: scheduling one, and taking a stored one back. */
 export class AdminModels {
   constructor(private readonly api: GatewayApi) {}
@@ -133,12 +151,14 @@ export class Admin {
   readonly users: AdminUsers
   readonly models: AdminModels
   readonly deployments: AdminDeployments
+  readonly unbilledUsage: AdminUnbilledUsage
 
   constructor(private readonly api: GatewayApi) {
     this.organizations = new AdminOrganizations(api)
     this.users = new AdminUsers(api)
     this.models = new AdminModels(api)
     this.deployments = new AdminDeployments(api)
+    this.unbilledUsage = new AdminUnbilledUsage(api)
   }
 
   /** Asks every instance to re-read its catalog file; each logs the outcome. */

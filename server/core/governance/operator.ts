@@ -35,6 +35,30 @@ export interface NewCredit {
   idempotencyKey: string
 }
 
+/**
+ * A request whose upstream reported more usage than its hold: billed the hold at most, the rest
+ * recorded for operators and never charged (an upstream that miscounts or misreports).
+ */
+export interface UnbilledUsageRecord {
+  requestId: string
+  orgId: string
+  projectId: string
+  keyId: string
+  model: string
+  endpoint: 'chat.completions' | 'embeddings'
+  status: number
+  /** Tokens and cost billed, within the hold. */
+  billedPromptTokens: number
+  billedCompletionTokens: number
+  billedMicros: bigint
+  /** Tokens and cost reported beyond the hold. */
+  unbilledPromptTokens: number
+  unbilledCompletionTokens: number
+  unbilledMicros: bigint
+  /** Unix seconds. */
+  createdAt: number
+}
+
 /** The result of a change that may have been a no-op (suspending a suspended organization, say). */
 export interface Changed<T> {
   record: T
@@ -67,6 +91,12 @@ export interface OperatorStore {
    * answer user_disabled; enabling revokes every session opened before, so none of them comes back.
    */
   setUserDisabled(userId: string, disabled: boolean, actor: AuditActor): Promise<Changed<UserRecord> | null>
+
+  /**
+   * The requests billed less than their upstream reported, oldest first, optionally of one
+   * organization; `after` is a request id.
+   */
+  listUnbilledUsage(query: PageQuery & { orgId?: string }): Promise<Page<UnbilledUsageRecord>>
 
   /** Every stored retirement. */
   listRetirements(): Promise<ModelRetirement[]>

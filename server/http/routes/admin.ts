@@ -3,7 +3,7 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import { GatewayError } from '@nilegate/shared/errors'
 import { maxMicros, type AdmissionStore } from '../../core/admission'
 import type { UserRecord } from '../../core/governance/accounts'
-import { checkAllowedModels, checkRetirement, type CreditRecord } from '../../core/governance/operator'
+import { checkAllowedModels, checkRetirement, type CreditRecord, type UnbilledUsageRecord } from '../../core/governance/operator'
 import { toModelObject } from '../../core/model-view'
 import { formatEgp, parseEgp } from '../../core/money'
 import { idempotent } from '../idempotency'
@@ -20,6 +20,7 @@ export const adminRouteTable: RouteTable = [
   { pattern: /^\/v1\/admin\/organizations\/[^/]+\/?$/, methods: ['GET', 'POST'] },
   { pattern: /^\/v1\/admin\/organizations\/[^/]+\/(suspend|reactivate|credits)\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/admin\/users\/?$/, methods: ['GET'] },
+  { pattern: /^\/v1\/admin\/unbilled_usage\/?$/, methods: ['GET'] },
   { pattern: /^\/v1\/admin\/users\/[^/]+\/(disable|enable)\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/admin\/models\/.+\/retire\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/admin\/models\/.+\/retirement\/?$/, methods: ['DELETE'] },
@@ -42,9 +43,33 @@ function creditObject(credit: CreditRecord) {
   }
 }
 
+/** A request billed less than its upstream reported: what was reported, billed and left unbilled. */
+function unbilledUsageObject(record: UnbilledUsageRecord) {
+  return {
+    object: 'admin.unbilled_usage' as const,
+    id: record.requestId,
+    organization_id: record.orgId,
+    project_id: record.projectId,
+    api_key_id: record.keyId,
+    model: record.model,
+    endpoint: record.endpoint,
+    status: record.status,
+    reported_prompt_tokens: record.billedPromptTokens + record.unbilledPromptTokens,
+    reported_completion_tokens: record.billedCompletionTokens + record.unbilledCompletionTokens,
+    billed_prompt_tokens: record.billedPromptTokens,
+    billed_completion_tokens: record.billedCompletionTokens,
+    billed_egp: formatEgp(record.billedMicros),
+    unbilled_prompt_tokens: record.unbilledPromptTokens,
+    unbilled_completion_tokens: record.unbilledCompletionTokens,
+    unbilled_egp: formatEgp(record.unbilledMicros),
+    created_at: record.createdAt,
+  }
+}
+
 const nullable = <T extends TSchema>(schema: T) => t.Union([schema, t.Null()])
 
 const ListOrganizations = t.Object({ ...ListQuery.properties, status: t.Optional(t.Union([t.Literal('active'), t.Literal('suspended')])) }, { additionalProperties: false })
+const ListUnbilledUsage = t.Object({ ...ListQuery.properties, organization_id: t.Optional(t.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false })
 const ListUsers = t.Object({ ...ListQuery.properties, email: t.Optional(t.String({ minLength: 1, maxLength: 254 })) }, { additionalProperties: false })
 const UpdateOrganization = t.Object(
   {
@@ -119,8 +144,8 @@ async function creditLiveBalance(admission: AdmissionStore, orgId: string, amoun
 
 /**
  * The platform operators' API under /v1/admin/*: organizations (settings, suspension, credit),
- * users (disable, enable) and model retirements. Changes that API keys or the catalog depend on are
- * announced on the change bus once committed.
+ * users (disable, enable), model retirements, and the usage upstreams reported beyond holds.
+ * Changes that API keys or the catalog depend on are announced on the change bus once committed.
  */
 export function adminRoutes(deps: ManagementDeps) {
   const operator = deps.governance.operator
@@ -201,6 +226,14 @@ export function adminRoutes(deps: ManagementDeps) {
         return listObject(page, page.items.map(adminUserObject))
       },
       { query: ListUsers },
+    )
+    .get(
+      '/v1/admin/unbilled_usage',
+      async ({ query }) => {
+        const page = await operator.listUnbilledUsage({ ...pageQuery(query), orgId: query.organization_id })
+        return listObject(page, page.items.map(unbilledUsageObject))
+      },
+      { query: ListUnbilledUsage },
     )
     .post(
       '/v1/admin/users/:id/disable',

@@ -8,6 +8,7 @@ import { loadCatalogFile } from '../../../server/catalog-file'
 import { describeEachDatabase } from '../../support/databases'
 import { managementApp, signInOperator, type SignedInUser } from '../../support/management-app'
 import { chatRequest, demoCatalogPath, embeddingsModel, retiredModel } from '../../support/test-app'
+import { usageEvent } from '../../support/usage-events'
 import { waitFor } from '../../support/wait-for'
 
 const retiringModel = 'nile/jais-30b-chat'
@@ -333,5 +334,56 @@ describeEachDatabase('the operators API, /v1/admin/*', (context) => {
 
     expect(seen.filter((id) => ids.includes(id))).toEqual(ids)
     expect(new Set(seen).size).toBe(seen.length)
+  })
+
+  test('lists the requests whose upstream reported more than their hold, page by page and by organization, to operators only', async () => {
+    const { gateway, admin } = await operatorGateway()
+    const [first, second] = [await tenant(), await tenant()]
+    const user = await gateway.signUp()
+    const row = (orgId: string, requestId: string, unbilled?: { promptTokens: number; completionTokens: number; micros: bigint }) =>
+      usageEvent({ orgId, requestId, promptTokens: 16_272, completionTokens: 10, costMicros: 81_510n, createdAt: new Date(), ...(unbilled ? { unbilled } : {}) })
+    const ids = [`req_over_a_${first.organizationId}`, `req_over_b_${second.organizationId}`]
+    await context.current.db.usage.insertUsageEvents([
+      row(first.organizationId, `req_within_${first.organizationId}`),
+      row(first.organizationId, ids[0]!, { promptTokens: 3_728, completionTokens: 0, micros: 18_640n }),
+      row(second.organizationId, ids[1]!, { promptTokens: 100, completionTokens: 5, micros: 575n }),
+    ])
+
+    const seen: Array<{ id: string }> = []
+    for (let after = ''; ; ) {
+      const page = await admin('GET', `/v1/admin/unbilled_usage?limit=1${after}`)
+      expect(page.json.data.length).toBeLessThanOrEqual(1)
+      seen.push(...page.json.data)
+      if (!page.json.has_more) break
+      after = `&after=${page.json.last_id}`
+    }
+    const ofFirst = await admin('GET', `/v1/admin/unbilled_usage?organization_id=${first.organizationId}`)
+    const refused = await gateway.send('GET', '/v1/admin/unbilled_usage', { token: user.token })
+    const badCursor = await admin('GET', `/v1/admin/unbilled_usage?after=req_within_${first.organizationId}`)
+
+    expect(seen.filter((usage) => ids.includes(usage.id)).map((usage) => usage.id)).toEqual(ids)
+    expect(ofFirst.json.data).toEqual([
+      {
+        object: 'admin.unbilled_usage',
+        id: ids[0],
+        organization_id: first.organizationId,
+        project_id: 'proj_test',
+        api_key_id: 'key_test',
+        model: 'nile-chat-small',
+        endpoint: 'chat.completions',
+        status: 200,
+        reported_prompt_tokens: 20_000,
+        reported_completion_tokens: 10,
+        billed_prompt_tokens: 16_272,
+        billed_completion_tokens: 10,
+        billed_egp: '0.081510',
+        unbilled_prompt_tokens: 3_728,
+        unbilled_completion_tokens: 0,
+        unbilled_egp: '0.018640',
+        created_at: expect.any(Number),
+      },
+    ])
+    expect([refused.status, refused.json.error.code]).toEqual([403, 'permission_denied'])
+    expect([badCursor.status, badCursor.json.error.param]).toEqual([400, 'after'])
   })
 })

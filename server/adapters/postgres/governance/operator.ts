@@ -8,7 +8,7 @@ import type { OperatorStore, OrganizationSettings } from '../../../core/governan
 import type { Page, PageQuery } from '../../../core/governance/pages'
 import type { ModelRetirement } from '../../../core/catalog'
 import type { Drizzle } from '../drizzle'
-import { creditTransactions, modelRetirements, organizations, sessions, users } from '../schema'
+import { creditTransactions, modelRetirements, organizations, sessions, usageEvents, users } from '../schema'
 import { toUserRecord } from './accounts'
 import { appendAudit, readPage, unixSeconds } from './common'
 import { toOrganizationRecord } from './organizations'
@@ -154,6 +154,45 @@ export function createOperatorRepository(db: Drizzle): OperatorStore {
             .orderBy(asc(users.createdAt), asc(users.id))
             .limit(limit)
           return rows.map(toUserRecord)
+        },
+      )
+    },
+
+    async listUnbilledUsage({ orgId, ...page }) {
+      // Every condition repeats the partial index's, so that only its rows are read.
+      const unbilled = sql`${usageEvents.unbilledMicros} > 0`
+      return readPage(
+        page,
+        [usageEvents.createdAt, usageEvents.requestId],
+        (cursor) =>
+          db
+            .select({ createdAt: usageEvents.createdAt, id: usageEvents.requestId })
+            .from(usageEvents)
+            .where(and(eq(usageEvents.requestId, cursor), unbilled))
+            .$dynamic(),
+        async (after, limit) => {
+          const rows = await db
+            .select()
+            .from(usageEvents)
+            .where(and(unbilled, after, orgId === undefined ? undefined : eq(usageEvents.orgId, orgId)))
+            .orderBy(asc(usageEvents.createdAt), asc(usageEvents.requestId))
+            .limit(limit)
+          return rows.map((row) => ({
+            requestId: row.requestId,
+            orgId: row.orgId,
+            projectId: row.projectId,
+            keyId: row.keyId,
+            model: row.model,
+            endpoint: row.endpoint,
+            status: row.status,
+            billedPromptTokens: row.promptTokens,
+            billedCompletionTokens: row.completionTokens,
+            billedMicros: row.costMicros,
+            unbilledPromptTokens: row.unbilledPromptTokens,
+            unbilledCompletionTokens: row.unbilledCompletionTokens,
+            unbilledMicros: row.unbilledMicros,
+            createdAt: unixSeconds(row.createdAt),
+          }))
         },
       )
     },

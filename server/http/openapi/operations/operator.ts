@@ -1,6 +1,6 @@
 import type { Operation } from '../operation'
 import { Model } from '../responses/inference'
-import { AdminUser, AdminUserList, Credit, ModelRetirementDeleted } from '../responses/operator'
+import { AdminUser, AdminUserList, Credit, ModelRetirementDeleted, UnbilledUsageList } from '../responses/operator'
 import { Organization, OrganizationList } from '../responses/organizations'
 
 const orgId = { id: 'The organization id.' }
@@ -79,6 +79,16 @@ export const operatorOperations = {
     tag: 'Operator',
     access: 'operator',
     response: AdminUserList,
+  },
+  'GET /v1/admin/unbilled_usage': {
+    operationId: 'adminListUnbilledUsage',
+    summary: 'List requests whose upstream reported more usage than their hold',
+    description:
+      'A request is held the most it can cost (a token per UTF-8 byte of the prompt plus max_tokens, within the context window) and never billed more. ' +
+      'Usage an upstream reports beyond that (it miscounts or misreports) is recorded here and never charged. Oldest first; `organization_id` keeps one organization.',
+    tag: 'Operator',
+    access: 'operator',
+    response: UnbilledUsageList,
   },
   'POST /v1/admin/users/:id/disable': {
     operationId: 'adminDisableUser',

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { User } from './accounts'
 import { deletedObject, egp, listOf, oneOfStrings, orNull, unixSeconds } from './fields'
@@ -19,3 +20,28 @@ export const Credit = t.Object({
 })
 
 export const ModelRetirementDeleted = deletedObject('model.retirement')
+
+const tokens = (description: string) => Type.Integer({ minimum: 0, description })
+
+/** A request whose upstream reported more than its hold: billed the hold at most, the rest never charged. */
+export const UnbilledUsage = t.Object({
+  object: t.Literal('admin.unbilled_usage'),
+  id: t.String({ description: 'The request id (X-Request-Id).' }),
+  organization_id: t.String(),
+  project_id: t.String(),
+  api_key_id: t.String(),
+  model: t.String(),
+  endpoint: oneOfStrings(['chat.completions', 'embeddings']),
+  status: Type.Integer({ description: 'The HTTP status of the request; 499 when the client went away.' }),
+  reported_prompt_tokens: tokens('Prompt tokens the upstream reported.'),
+  reported_completion_tokens: tokens('Completion tokens the upstream reported.'),
+  billed_prompt_tokens: tokens('Prompt tokens billed: at most the prompt bound of the hold.'),
+  billed_completion_tokens: tokens('Completion tokens billed: at most the output bound of the hold.'),
+  billed_egp: egp('What the request was billed: never more than its hold.'),
+  unbilled_prompt_tokens: tokens('Prompt tokens reported beyond the hold, not billed.'),
+  unbilled_completion_tokens: tokens('Completion tokens reported beyond the hold, not billed.'),
+  unbilled_egp: egp('What the reported usage would have cost beyond what was billed; never charged.'),
+  created_at: unixSeconds(),
+})
+
+export const UnbilledUsageList = listOf(UnbilledUsage)
