@@ -22,3 +22,11 @@ test('a success says when a place in the key\'s window frees up, in X-RateLimit-
     [200, '0', '1ms'],
   ])
 })
+
+test('a browser may read X-RateLimit-Reset-Requests (CORS exposes it)', async () => {
+  const { send } = await testApp()
+
+  const response = await send('POST', '/v1/chat/completions', JSON.stringify(chatRequest()), { origin: 'https://app.example' })
+
+  expect(response.headers.get('access-control-expose-headers')).toContain('X-RateLimit-Reset-Requests')
+})
