@@ -15,7 +15,7 @@ export interface ProjectListParams extends ListParams {
 
 /** An API key as the API shows it: never its secret. */
 export type ApiKey = DataOf<KeyRoutes['get']>
-/** A new API key: `value` holds the secret, shown this once. */
+/** A new API key: `value` holds the secret, shown this once (null when a retry's answer is replayed). */
 export type ApiKeyWithSecret = DataOf<ProjectRoutes['api_keys']['post']>
 export type ApiKeyCreateParams = BodyOf<ProjectRoutes['api_keys']['post']>
 export type ApiKeyUpdateParams = BodyOf<KeyRoutes['post']>
@@ -37,7 +37,10 @@ export class ProjectApiKeys {
     return unwrap(this.keys().get({ query: listQuery(params), ...callOptions(options) }))
   }
 
-  /** A new key with its limits; its secret (`value`) is in this answer only. */
+  /**
+   * A new key with its limits; its secret (`value`) is in this answer only. A retry with the same
+   * `Idempotency-Key` makes no second key: it answers the key as created, with `value: null`.
+   */
   create(params: ApiKeyCreateParams, options?: RequestOptions): Promise<ApiKeyWithSecret> {
     return unwrap(this.keys().post(params, callOptions(options)))
   }
