@@ -62,6 +62,10 @@ function lockDataDir() {
   }
 }
 const lock = embedded ? lockDataDir() : null
+// PGlite runs queries synchronously on its thread: embedded, it gets a thread of its own.
+const database = await startUp<GatewayDatabase>(embedded ? `opening the embedded database in ${config.dataDir}` : 'opening the Postgres database of DATABASE_URL', () =>
+  embedded ? openDatabaseInWorker({ dataDir: config.dataDir }) : openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
+)
 // Until the server runs, an instance that loses its lock to another has nothing to finish.
 let stopForLostLock: () => void = () => process.exit(1)
 // Without REDIS_URL this instance keeps every rate window and balance in memory: it must be the only
@@ -76,10 +80,6 @@ const instanceLock = embedded
         },
       }),
     )
-// PGlite runs queries synchronously on its thread: embedded, it gets a thread of its own.
-const database = await startUp<GatewayDatabase>(embedded ? `opening the embedded database in ${config.dataDir}` : 'opening the Postgres database of DATABASE_URL', () =>
-  embedded ? openDatabaseInWorker({ dataDir: config.dataDir }) : openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
-)
 const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs, maxPending: config.usageMaxPending })
 const redis = config.redisUrl ? await startUp('reading REDIS_URL', () => createRedisClient(config.redisUrl!)) : null
 async function openAdmissionStore() {
