@@ -56,9 +56,10 @@ export const errorCatalog = {
   model_sunset: { status: 403, type: denied, message: 'The model has been retired.' },
   model_not_enabled_for_project: { status: 403, type: denied, message: 'The model is not enabled for this project.' },
   project_not_in_org: { status: 403, type: denied, message: 'The selected project does not belong to the active organization.' },
-  // 404, 405, 409, 413, 422
+  // 404, 405, 408, 409, 413, 422
   not_found: { status: 404, type: 'not_found', message: 'Not found.' },
   method_not_allowed: { status: 405, type: invalid, message: 'This method is not allowed on this route.' },
+  request_timeout: { status: 408, type: invalid, message: 'The request body stopped arriving before it was complete; send the request again.' },
   conflict: { status: 409, type: 'conflict', message: 'The request conflicts with the current state.' },
   request_too_large: { status: 413, type: invalid, message: 'The request body is too large.' },
   content_limit_exceeded: { status: 422, type: invalid, message: 'A message exceeds the content limits.' },
