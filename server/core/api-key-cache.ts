@@ -75,17 +75,22 @@ export class ApiKeyCache {
 
   /** The identity of a key hash, or null when no such key exists. */
   lookup(hashHex: string): ApiKeyIdentity | null | Promise<ApiKeyIdentity | null> {
+    const known = this.cached(hashHex)
+    return known !== undefined ? known : this.fetch(hashHex)
+  }
+
+  /**
+   * What memory says of a key hash without asking the store: its identity, null while it is
+   * remembered as unknown, undefined when only `lookup` (a database read) can tell. Callers use it
+   * to decide whether a lookup may cost a read before starting one.
+   */
+  cached(hashHex: string): ApiKeyIdentity | null | undefined {
     const entry = this.entries.get(hashHex)
-    if (entry) {
-      const ageMs = this.now() - entry.fetchedAtMs
-      if (entry.identity === null) {
-        if (ageMs < this.negativeTtlMs) return null
-      } else {
-        if (ageMs >= this.refreshAfterMs && (ageMs >= this.coveredRefreshAfterMs || !this.covered(entry))) this.startRead(hashHex).catch(() => {})
-        return entry.identity
-      }
-    }
-    return this.fetch(hashHex)
+    if (!entry) return undefined
+    const ageMs = this.now() - entry.fetchedAtMs
+    if (entry.identity === null) return ageMs < this.negativeTtlMs ? null : undefined
+    if (ageMs >= this.refreshAfterMs && (ageMs >= this.coveredRefreshAfterMs || !this.covered(entry))) this.startRead(hashHex).catch(() => {})
+    return entry.identity
   }
 
   /**
@@ -110,6 +115,12 @@ export class ApiKeyCache {
       if (this.changes === changes) this.changes = null
       unsubscribe()
     }
+  }
+
+  /** Whether a read of the key is under way, which another lookup of it would join. */
+  isBeingRead(hashHex: string): boolean {
+    const pending = this.inFlight.get(hashHex)
+    return pending !== undefined && this.now() - pending.startedAtMs < this.lookupTimeoutMs
   }
 
   // Read during the bus's current stretch: any change since would have dropped it.
