@@ -1,5 +1,7 @@
 import { Elysia } from 'elysia'
 import type { ApiKeyCache } from '../core/authenticate'
+import { addressGroup, AuthFailureLimiter } from '../core/auth-failure-limiter'
+import { clientIp } from '../core/client-ip'
 import { EdgeLimiter } from '../core/edge-limiter'
 import { KeyUseDenialRecorder } from '../core/key-use-denials'
 import type { InferenceDeps } from '../core/inference'
@@ -8,7 +10,9 @@ import type { ManagementDeps } from './management'
 import { openApiRouteTable, openApiRoutes } from './openapi'
 import { errorHandler, type RouteTable } from './plugins/error-handler'
 import { refuseUnstorableText } from './plugins/storable-text'
-import { BodyBudget, defaultBodyLimitBytes, inferenceBodyLimitBytes, readJsonBody } from './request-body'
+import { BodyBudget, defaultShares } from './body-budget'
+import { BodyIdleWatch } from './body-idle-watch'
+import { bodyIdleTimeoutMs, bodyLimitFor, BodyReader, declaredLength, defaultBodyLimitBytes, inferenceBodyLimitBytes, isReadingBodyAfterAuth, unreadBody } from './request-body'
 import { adminRouteTable, adminRoutes } from './routes/admin'
 import { adminDeploymentRouteTable, adminDeploymentRoutes } from './routes/admin-deployments'
 import { auditLogRouteTable, auditLogRoutes } from './routes/audit-logs'
@@ -25,6 +29,10 @@ export interface AppDeps extends InferenceDeps {
   keys: ApiKeyCache
   /** Bytes of request bodies that may be in flight at once. */
   bodyBudgetBytes: number
+  /** How long a body may go without a chunk before it is dropped with 408; `bodyIdleTimeoutMs` when absent. */
+  bodyIdleTimeoutMs?: number
+  /** Bounds lookups of credentials that do not exist, per client address; the default allowance when absent. */
+  authFailures?: AuthFailureLimiter
   /** The per-key burst guard; the SPEC's limits when absent. */
   edge?: EdgeLimiter
   /** Accounts, organizations, projects, keys, the operator API and the audit trail. */
@@ -47,7 +55,6 @@ const routeTable: RouteTable = [
   ...openApiRouteTable,
 ]
 
-const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings'])
 const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests, Idempotent-Replayed, Deprecation, Sunset, Link'
 
 // Request ids are a random prefix per process plus a counter: unique across instances, and cheaper
@@ -64,28 +71,51 @@ function newRequestId(): string {
  * cannot hold; the others (inference, the playground, the catalog, the documents) store none of
  * it and take any text a client sends.
  */
-function managementRoutes(deps: AppDeps) {
+function managementRoutes(management: ManagementDeps, deps: AppDeps) {
   return new Elysia({ name: 'management-routes', normalize: false })
     .onBeforeHandle(refuseUnstorableText)
-    .use(authRoutes(deps.management))
-    .use(organizationRoutes(deps.management))
-    .use(projectRoutes(deps.management))
-    .use(auditLogRoutes(deps.management))
-    .use(usageRoutes(deps.management))
-    .use(adminRoutes(deps.management))
-    .use(adminDeploymentRoutes(deps.management, deps.router ?? defaultRouter(deps.catalog)))
+    .use(authRoutes(management))
+    .use(organizationRoutes(management))
+    .use(projectRoutes(management))
+    .use(auditLogRoutes(management))
+    .use(usageRoutes(management))
+    .use(adminRoutes(management))
+    .use(adminDeploymentRoutes(management, deps.router ?? defaultRouter(deps.catalog)))
+}
+
+/** Method, then route pattern, of the routes whose authentication reads their body (`readsBodyAfterAuth`). */
+type RouteSet = Map<string, Set<string>>
+
+function routesReadingBodyAfterAuth(routes: ReadonlyArray<{ method: string; path: string; hooks?: unknown }>): RouteSet {
+  const found: RouteSet = new Map()
+  for (const { method, path, hooks } of routes) {
+    const transforms = (hooks as { transform?: Array<{ fn?: unknown }> | { fn?: unknown } } | undefined)?.transform
+    const list = Array.isArray(transforms) ? transforms : transforms ? [transforms] : []
+    if (!list.some((hook) => isReadingBodyAfterAuth(hook.fn))) continue
+    let paths = found.get(method)
+    if (!paths) found.set(method, (paths = new Set()))
+    paths.add(path)
+  }
+  return found
 }
 
 /** The gateway's HTTP application; `App` is its type, for the typed SDK. */
 export function buildApp(deps: AppDeps) {
-  const bodyBudget = new BodyBudget(deps.bodyBudgetBytes)
+  const bodyBudget = new BodyBudget(deps.bodyBudgetBytes, defaultShares(deps.bodyBudgetBytes, inferenceBodyLimitBytes, defaultBodyLimitBytes))
+  const bodies = new BodyReader(bodyBudget, new BodyIdleWatch(deps.bodyIdleTimeoutMs ?? bodyIdleTimeoutMs))
+  const authFailures = deps.authFailures ?? new AuthFailureLimiter()
+  const management: ManagementDeps = { ...deps.management, bodies, authFailures }
   const edge = deps.edge ?? new EdgeLimiter()
   const keyAuth = {
     keys: deps.keys,
     edge,
-    trustedProxies: deps.management.trustedProxies,
-    denials: new KeyUseDenialRecorder(deps.management.governance.projects, { log: deps.log }),
+    trustedProxies: management.trustedProxies,
+    denials: new KeyUseDenialRecorder(management.governance.projects, { log: deps.log }),
+    bodies,
+    failures: authFailures,
   }
+  // Filled once every route is in: the routes whose body waits for their credential.
+  let readingAfterAuth: RouteSet = new Map()
   const app = new Elysia({ name: 'nilegate', normalize: false })
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = newRequestId()
@@ -104,14 +134,29 @@ export function buildApp(deps: AppDeps) {
       }
     })
     .use(errorHandler(routeTable))
-    // Every body is read here, capped by route (SPEC 8.2), whatever its Content-Type says.
-    .onParse(({ request, path }) => readJsonBody(request, inferencePaths.has(path) ? inferenceBodyLimitBytes : defaultBodyLimitBytes, bodyBudget))
+    // Every body is read as JSON, capped by route (SPEC 8.2), whatever its Content-Type says. A
+    // route that takes an API key or a session reads it only once its guard has let the request
+    // in (a declared size over the cap is refused first, from the headers); the others read it
+    // here, in the name of the client's address, with requests without a credential sharing part
+    // of the budget.
+    .onParse((context) => {
+      const { request, path, route, server, set } = context
+      const limitBytes = bodyLimitFor(path)
+      if (readingAfterAuth.get(request.method)?.has(route) === true) {
+        declaredLength(request, limitBytes)
+        return unreadBody
+      }
+      const ip = clientIp(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'), management.trustedProxies)
+      return bodies.read(request, limitBytes, addressGroup(ip), true, set.headers)
+    })
     .use(modelRoutes(deps.catalog, keyAuth))
     .use(inferenceRoutes({ ...deps, ...keyAuth }))
     .use(changelogRoutes(deps.catalog))
-    .use(playgroundRoutes(deps, deps.management))
-    .use(managementRoutes(deps))
-  return app.use(openApiRoutes(() => app.routes, { publicBaseUrl: deps.management.publicBaseUrl }))
+    .use(playgroundRoutes(deps, management))
+    .use(managementRoutes(management, deps))
+  const built = app.use(openApiRoutes(() => app.routes, { publicBaseUrl: management.publicBaseUrl }))
+  readingAfterAuth = routesReadingBodyAfterAuth(built.routes)
+  return built
 }
 
 export type App = ReturnType<typeof buildApp>

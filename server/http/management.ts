@@ -3,6 +3,7 @@ import { GatewayError } from '@nilegate/shared/errors'
 import { hashApiKey, looksLikeApiKey } from '../core/api-keys'
 import { bearerToken } from '../core/authenticate'
 import type { AdmissionStore } from '../core/admission'
+import { addressGroup, type AuthFailureLimiter } from '../core/auth-failure-limiter'
 import type { Catalog } from '../core/catalog'
 import { clientIp, type AddressList } from '../core/client-ip'
 import type { Governance } from '../core/governance'
@@ -13,6 +14,7 @@ import { requirePermission, type MembershipRole, type OrgAction } from '../core/
 import type { Mailer } from '../core/mail'
 import type { LedgerReader } from '../core/ports'
 import type { LoginLimiter } from '../core/login-limiter'
+import { readsBodyAfterAuth, unreadBody, type BodyReader } from './request-body'
 
 /** What the management routes (auth, organization, projects, operator) are built from. */
 export interface ManagementDeps {
@@ -33,6 +35,10 @@ export interface ManagementDeps {
   /** PUBLIC_BASE_URL, for the requests that mails show; mails carry only the token when absent. */
   publicBaseUrl?: string | null
   now?: () => number
+  /** Reads request bodies once the session is let in; buildApp sets it. */
+  bodies?: BodyReader
+  /** Bounds the lookups of access tokens that do not exist, per client address; buildApp sets it. */
+  authFailures?: AuthFailureLimiter
 }
 
 /** The parts of an Elysia context the guards read. */
@@ -40,6 +46,12 @@ interface RequestContext {
   request: Request
   server: { requestIP(request: Request): { address: string } | null } | null
   set: { headers: Record<string, unknown> }
+}
+
+/** What the guards of the routes read: the request, and the body they read once it is let in. */
+interface GuardedContext extends RequestContext {
+  path: string
+  body: unknown
 }
 
 /** Where a request came from and which it is: for audit records and login limits. */
@@ -73,14 +85,21 @@ export async function authenticateSession(deps: ManagementDeps, context: Request
   const token = bearerToken(context.request.headers.get('authorization'))
   if (looksLikeApiKey(token)) throw new GatewayError('invalid_token_type', 'This route takes a session access token from POST /v1/auth/login, not an API key.')
   if (!looksLikeSessionToken(token)) throw new GatewayError('invalid_api_key', 'The access token is not recognised; log in with POST /v1/auth/login.')
+  const origin = requestOrigin(context, deps.trustedProxies)
+  // Sessions are read on every request, many at once from one office's address: an address is
+  // refused lookups only once its tokens have kept turning out unknown.
+  const group = addressGroup(origin.ip)
+  deps.authFailures?.check(group)
   const found = await deps.governance.accounts.findSessionByTokenHash(hashApiKey(token))
-  if (!found) throw new GatewayError('invalid_api_key', 'The access token is not recognised; log in with POST /v1/auth/login.')
+  if (!found) {
+    deps.authFailures?.charge(group)
+    throw new GatewayError('invalid_api_key', 'The access token is not recognised; log in with POST /v1/auth/login.')
+  }
   // The account's state first: a disabled user learns so, whatever became of the session.
   if (found.user.deleted) throw new GatewayError('user_not_found')
   if (found.user.disabled) throw new GatewayError('user_disabled')
   if (found.revokedAt !== null) throw new GatewayError('token_revoked')
   if (found.expiresAt <= (deps.now ?? Date.now)()) throw new GatewayError('token_revoked', 'The session expired; log in again.')
-  const origin = requestOrigin(context, deps.trustedProxies)
   return {
     sessionId: found.sessionId,
     user: found.user,
@@ -138,26 +157,51 @@ export function authorize(scope: OrgScope, action: OrgAction): void {
   if (scope.status === 'suspended' && !action.endsWith('.read')) throw new GatewayError('org_suspended')
 }
 
+/**
+ * Reads the body the parser left unread (`unreadBody`) for a signed-in user, once the guard has let
+ * the request in: no byte of it is read or budgeted for a request answered 401 or 403.
+ */
+async function readBodyOf(deps: ManagementDeps, context: GuardedContext, principal: SessionPrincipal): Promise<void> {
+  if (context.body === unreadBody) context.body = await deps.bodies!.readFor(context, principal.user.id)
+}
+
 /** Routes that need a signed-in user: adds `principal`. */
 export function sessionAuth(deps: ManagementDeps) {
-  return new Elysia().derive({ as: 'scoped' }, async ({ request, server, set }) => ({
-    principal: await authenticateSession(deps, { request, server, set }),
-  }))
+  return new Elysia().derive(
+    { as: 'scoped' },
+    readsBodyAfterAuth(async (context: GuardedContext) => {
+      const { request, server, set } = context
+      const principal = await authenticateSession(deps, { request, server, set })
+      await readBodyOf(deps, context, principal)
+      return { principal }
+    }),
+  )
 }
 
 /** Routes of the selected organization: adds `principal` and `org`. */
 export function orgAccess(deps: ManagementDeps) {
-  return new Elysia().derive({ as: 'scoped' }, async ({ request, server, set }) => {
-    const principal = await authenticateSession(deps, { request, server, set })
-    return { principal, org: await selectOrganization(deps, principal, request) }
-  })
+  return new Elysia().derive(
+    { as: 'scoped' },
+    readsBodyAfterAuth(async (context: GuardedContext) => {
+      const { request, server, set } = context
+      const principal = await authenticateSession(deps, { request, server, set })
+      const org = await selectOrganization(deps, principal, request)
+      await readBodyOf(deps, context, principal)
+      return { principal, org }
+    }),
+  )
 }
 
 /** Routes of platform operators (/v1/admin/*): adds `principal`; others get 403 permission_denied. */
 export function operatorAccess(deps: ManagementDeps) {
-  return new Elysia().derive({ as: 'scoped' }, async ({ request, server, set }) => {
-    const principal = await authenticateSession(deps, { request, server, set })
-    if (!principal.user.isOperator) throw new GatewayError('permission_denied', 'Only platform operators may use /v1/admin routes.')
-    return { principal }
-  })
+  return new Elysia().derive(
+    { as: 'scoped' },
+    readsBodyAfterAuth(async (context: GuardedContext) => {
+      const { request, server, set } = context
+      const principal = await authenticateSession(deps, { request, server, set })
+      if (!principal.user.isOperator) throw new GatewayError('permission_denied', 'Only platform operators may use /v1/admin routes.')
+      await readBodyOf(deps, context, principal)
+      return { principal }
+    }),
+  )
 }
