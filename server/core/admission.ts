@@ -49,7 +49,7 @@ export interface AdmitRequest {
   projectId: string
   /** The effective RPM limit: the strictest of plan, organization, project override and key. */
   rpmLimit: number
-  /** Estimated prompt at the input price plus max output at the output price. 0 for unpriced models. */
+  /** The most the request can cost (core/hold-bound.ts): the bound of its prompt and its max output at their prices. 0 for unpriced models. */
   worstCaseMicros: bigint
   /** Monthly caps, or null when there is none. */
   keyCapMicros: bigint | null
@@ -99,7 +99,7 @@ export interface Settlement {
   projectId: string
   /** `Admitted.month`: the month whose caps the spend counts against. */
   month: string
-  /** The actual cost; debited in full even above the reservation, since the tokens were produced. */
+  /** The cost billed; the gateway bills no more than the hold (`InferenceCall.record`), and a store debits what it is given. */
   costMicros: bigint
   nowMs: number
 }

@@ -1,5 +1,11 @@
 import type { ChatCompletionRequest, ChatMessage, ContentPart } from '@nilegate/shared/schemas/chat'
 
+/*
+ * Estimates of tokens, for answers whose upstream reports no usage (the simulator's, a stream cut
+ * short) and for the embeddings endpoint's token budgets. Never for a hold: an estimate is not a
+ * bound (hold-bound.ts), and what is billed of an estimate is capped at the hold like any usage.
+ */
+
 /** Tokens added per message for role and framing, and once per reply for priming. */
 export const messageOverheadTokens = 4
 export const replyPrimingTokens = 3
@@ -118,16 +124,15 @@ export function estimatePromptTokens(messages: readonly ChatMessage[]): number {
   return tokens
 }
 
-// A request's estimate, kept with its body: the hold, the simulator's usage and a stream's usage
-// when the upstream reports none all ask for it, and a long conversation or large tool schemas
-// cost a pass over their text each time. Bodies are not changed once validated.
+// A request's estimate, kept with its body: the simulator's usage and a stream's usage when the
+// upstream reports none both ask for it, and a long conversation or large tool schemas cost a pass
+// over their text each time. Bodies are not changed once validated.
 const estimatedBodies = new WeakMap<object, number>()
 
 /**
  * Estimated prompt tokens of a chat request: its conversation, and the tool definitions and the
  * response schema, which the model reads as input too (and upstreams bill as prompt tokens),
- * estimated from their JSON text. Left out, a request with large tool schemas held far less than
- * it costs. Worked out once per body.
+ * estimated from their JSON text. Worked out once per body.
  */
 export function estimateChatPromptTokens(body: Pick<ChatCompletionRequest, 'messages' | 'tools' | 'response_format'>): number {
   const known = estimatedBodies.get(body)
