@@ -47,6 +47,7 @@ describe('the prompt bound of a chat request', () => {
     const tokenizers = [new Tiktoken(cl100k), new Tiktoken(o200k)]
     for (const [kind, text] of Object.entries(samples)) {
       const bound = chatPromptBound(chat(text), 1e9)
+      // With room for the ten or so tokens a chat template frames a message with.
       for (const tokenizer of tokenizers) expect({ kind, below: bound < tokenizer.encode(text).length + 10 }).toEqual({ kind, below: false })
     }
   })
