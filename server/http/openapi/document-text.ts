@@ -63,7 +63,7 @@ export const documentHeaders = {
   'X-RateLimit-Remaining-Requests': { description: 'Requests left in the current 60-second window.', schema: { type: 'integer' } },
   'X-RateLimit-Reset-Requests': {
     description: "Time until the oldest request in the key's 60-second window leaves it and a place frees up, in OpenAI's format (Go durations: `150ms`, `17.2s`, `1m0s`).",
-    schema: { type: 'string', example: '42.5s' },
+    schema: { type: 'string', examples: ['42.5s'] },
   },
   'Idempotent-Replayed': { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
   Deprecation: { description: 'On models whose retirement is scheduled: `@<unix seconds>` of the retirement (RFC 9745).', schema: { type: 'string' } },
