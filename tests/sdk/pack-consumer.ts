@@ -46,6 +46,8 @@ await admin.auth.login({ email: env('NILEGATE_EMAIL'), password: env('NILEGATE_P
 const projects: Project[] = []
 for await (const project of admin.organization.projects.list({ limit: 1 })) projects.push(project)
 const key = await admin.organization.projects.apiKeys(projects[0]!.id).create({ name: 'from the pack test' })
+// A retry the gateway answered from its idempotency record shows no secret a second time.
+if (key.value === null) throw new Error('the key was created by an earlier try; its secret was shown then')
 const withNewKey = new Nilegate({ baseURL: env('NILEGATE_BASE_URL'), apiKey: key.value })
 const modelsWithNewKey = await withNewKey.models.list()
 await admin.auth.logout()
