@@ -55,7 +55,7 @@ const routeTable: RouteTable = [
   ...openApiRouteTable,
 ]
 
-const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests, Idempotent-Replayed, Deprecation, Sunset, Link'
+const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests, X-RateLimit-Reset-Requests, Idempotent-Replayed, Deprecation, Sunset, Link'
 
 // Request ids are a random prefix per process plus a counter: unique across instances, and cheaper
 // than a random UUID per request.
