@@ -161,8 +161,8 @@ export function authorize(scope: OrgScope, action: OrgAction): void {
  * Reads the body the parser left unread (`unreadBody`) for a signed-in user, once the guard has let
  * the request in: no byte of it is read or budgeted for a request answered 401 or 403.
  */
-async function readBodyOf(deps: ManagementDeps, context: GuardedContext, principal: SessionPrincipal): Promise<void> {
-  if (context.body === unreadBody) context.body = await deps.bodies!.readFor(context, principal.user.id)
+function readBodyOf(deps: ManagementDeps, request: Request, path: string, headers: Record<string, unknown>, principal: SessionPrincipal): Promise<unknown> {
+  return deps.bodies!.readFor(request, path, headers, principal.user.id)
 }
 
 /** Routes that need a signed-in user: adds `principal`. */
@@ -170,9 +170,9 @@ export function sessionAuth(deps: ManagementDeps) {
   return new Elysia().derive(
     { as: 'scoped' },
     readsBodyAfterAuth(async (context: GuardedContext) => {
-      const { request, server, set } = context
+      const { request, path, server, set } = context
       const principal = await authenticateSession(deps, { request, server, set })
-      await readBodyOf(deps, context, principal)
+      if (context.body === unreadBody) context.body = await readBodyOf(deps, request, path, set.headers, principal)
       return { principal }
     }),
   )
@@ -183,10 +183,10 @@ export function orgAccess(deps: ManagementDeps) {
   return new Elysia().derive(
     { as: 'scoped' },
     readsBodyAfterAuth(async (context: GuardedContext) => {
-      const { request, server, set } = context
+      const { request, path, server, set } = context
       const principal = await authenticateSession(deps, { request, server, set })
       const org = await selectOrganization(deps, principal, request)
-      await readBodyOf(deps, context, principal)
+      if (context.body === unreadBody) context.body = await readBodyOf(deps, request, path, set.headers, principal)
       return { principal, org }
     }),
   )
@@ -197,10 +197,10 @@ export function operatorAccess(deps: ManagementDeps) {
   return new Elysia().derive(
     { as: 'scoped' },
     readsBodyAfterAuth(async (context: GuardedContext) => {
-      const { request, server, set } = context
+      const { request, path, server, set } = context
       const principal = await authenticateSession(deps, { request, server, set })
       if (!principal.user.isOperator) throw new GatewayError('permission_denied', 'Only platform operators may use /v1/admin routes.')
-      await readBodyOf(deps, context, principal)
+      if (context.body === unreadBody) context.body = await readBodyOf(deps, request, path, set.headers, principal)
       return { principal }
     }),
   )

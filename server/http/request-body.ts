@@ -113,14 +113,6 @@ function parseJsonBody(bytes: Uint8Array): unknown {
   }
 }
 
-/** The parts of a request context a body is read for. */
-export interface BodyContext {
-  request: Request
-  path: string
-  body: unknown
-  set: { headers: Record<string, unknown> }
-}
-
 /**
  * Reads JSON request bodies within their route's cap, holding their bytes against the budget in
  * the name of a client, and dropping (408) those that stop arriving.
@@ -133,10 +125,12 @@ export class BodyReader {
 
   /**
    * The body of a request the parser left unread (`unreadBody`), read for `client` (the hash of an
-   * API key, a user id) whose credential its authentication has just let in.
+   * API key, a user id) whose credential its authentication has just let in. Takes the parts of the
+   * context rather than the context: Elysia prepares every part of it (query, cookies) for a hook
+   * that hands the whole context on.
    */
-  readFor(context: BodyContext, client: string): Promise<unknown> {
-    return this.read(context.request, bodyLimitFor(context.path), client, false, context.set.headers)
+  readFor(request: Request, path: string, headers: Record<string, unknown>, client: string): Promise<unknown> {
+    return this.read(request, bodyLimitFor(path), client, false, headers)
   }
 
   /**

@@ -46,7 +46,7 @@ export function apiKeyAuth(deps: KeyAuthDeps, scope: KeyScope) {
   // The context is destructured at the top, so that Elysia sees which parts of it are read and
   // skips preparing the rest (cookies, query) on every request.
   return readsBodyAfterAuth(async (context: KeyRequestContext): Promise<{ identity: ApiKeyIdentity; keyHash: string }> => {
-    const { request, server, set } = context
+    const { request, path, server, set } = context
     const token = bearerToken(request.headers.get('authorization'))
     if (!looksLikeApiKey(token)) {
       if (looksLikeSessionToken(token)) throw new GatewayError('invalid_token_type', 'This route takes an API key (sk-...), not a session access token.')
@@ -64,7 +64,7 @@ export function apiKeyAuth(deps: KeyAuthDeps, scope: KeyScope) {
       if (identity && error instanceof GatewayError) deps.denials.record(identity, error.code, ip(), (set.headers['x-request-id'] as string | undefined) ?? null)
       throw error
     }
-    if (context.body === unreadBody) context.body = await deps.bodies.readFor(context, keyHash)
+    if (context.body === unreadBody) context.body = await deps.bodies.readFor(request, path, set.headers, keyHash)
     return { identity: authorized, keyHash }
   })
 }
