@@ -51,7 +51,9 @@ function expectClientError(answer: Answer, status: number, code: string): { mess
   expect(answer.headers.get('x-request-id')).toMatch(/^req_\w+$/)
   expect(answer.headers.get('content-type')).toContain('application/json')
   const { error } = answer.body as { error: { type: string; message: string; code: string; param: string | null } }
-  expect(error).toEqual({ type: expect.any(String), message: expect.any(String), code, param: error.param ?? null })
+  // A 413 names its request inside the error object too (SPEC 7.1).
+  const requestId = code === 'request_too_large' ? { request_id: answer.headers.get('x-request-id') } : {}
+  expect(error).toEqual({ type: expect.any(String), message: expect.any(String), code, param: error.param ?? null, ...requestId })
   expect(error.message.length).toBeGreaterThan(10)
   return error
 }
