@@ -1,7 +1,18 @@
 import { errorCatalog, type ErrorCode, type ErrorSpec } from '@nilegate/shared/errors'
 import type { Access, Operation } from './operation'
 
-const sessionErrors = ['missing_auth_header', 'invalid_token_type', 'invalid_api_key', 'token_revoked', 'user_not_found', 'user_disabled'] as const satisfies readonly ErrorCode[]
+// A session not in memory is looked up within its address's allowance of unknown credentials
+// (429), and while the database does not answer it cannot be (503).
+const sessionErrors = [
+  'missing_auth_header',
+  'invalid_token_type',
+  'invalid_api_key',
+  'token_revoked',
+  'user_not_found',
+  'user_disabled',
+  'rate_limit_exceeded',
+  'service_unavailable',
+] as const satisfies readonly ErrorCode[]
 
 /** The codes the guard of each kind of route refuses with, before its handler runs. */
 const accessErrors: Readonly<Record<Access, readonly ErrorCode[]>> = {
@@ -16,7 +27,8 @@ const accessErrors: Readonly<Record<Access, readonly ErrorCode[]>> = {
     'org_suspended',
     'ip_not_allowed',
     'key_scope_insufficient',
-    // The per-key burst guard, and a key lookup while the database is unreachable.
+    // The per-key burst guard, an address past its allowance of unknown keys, and a key lookup
+    // while the database is unreachable.
     'rate_limit_exceeded',
     'service_unavailable',
   ],
@@ -40,7 +52,9 @@ export interface RouteInputs {
  */
 export function operationErrors(operation: Operation, route: RouteInputs): ErrorCode[] {
   const codes = new Set<ErrorCode>(['internal_error', ...accessErrors[operation.access], ...(operation.errors ?? [])])
-  if (route.hasBody) for (const code of ['invalid_request', 'request_too_large', 'large_request_backpressure'] as const) codes.add(code)
+  // A body is refused past the route's cap, past the client's share of the budget in flight (429)
+  // or the whole budget's, and when it stops arriving (408).
+  if (route.hasBody) for (const code of ['invalid_request', 'request_timeout', 'request_too_large', 'rate_limit_exceeded', 'large_request_backpressure'] as const) codes.add(code)
   if (route.hasParameterSchema) codes.add('invalid_request')
   // The routes behind a session refuse a path or query parameter holding text Postgres cannot hold
   // (plugins/storable-text.ts), whatever their schemas.
@@ -56,6 +70,7 @@ const statusTitles: Readonly<Record<number, string>> = {
   402: 'The balance or a spend cap cannot cover the request',
   403: 'Not allowed',
   404: 'Not found',
+  408: 'The body stopped arriving',
   409: 'Conflict',
   413: 'The body is too large',
   422: 'A message exceeds the content limits',
