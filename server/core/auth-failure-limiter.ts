@@ -4,6 +4,8 @@ import { GatewayError } from '@nilegate/shared/errors'
 /** Credentials of no account one address may have looked up at once, and how fast it earns more. */
 export const unknownCredentialBurst = 20
 export const unknownCredentialsPerSecond = 2
+/** Requests of one address that may wait for a place while its lookups are under way. */
+export const maxWaitingPerAddress = 1_000
 
 interface Allowance {
   lookups: number
@@ -32,15 +34,22 @@ export function addressGroup(ip: string | null): string {
  * it, the address's credentials that are not in memory get 429 with Retry-After, without a lookup;
  * those in memory never pass through here.
  *
- * `take` holds a place for the lookup before it starts and `giveBack` returns it when the
- * credential exists, so concurrent requests cannot overrun the bound of `burst + perSecond *
- * seconds` lookups of unknown credentials per address. Where many lookups of good credentials may
+ * `take` holds a place for the lookup before it starts and `end` returns it when the credential
+ * exists, so concurrent requests cannot overrun the bound of `burst + perSecond * seconds` lookups
+ * of unknown credentials per address. A request that finds no place while the address has lookups
+ * under way waits for one of them to end rather than be refused: a load tester or a server starting
+ * with a thousand real keys from one address has more new keys in flight at once than `burst`, and
+ * each lookup that finds its key frees a place. Where many lookups of good credentials may
  * run at once from one address (sessions, which are not cached), `check` refuses an exhausted
  * address and `charge` counts a lookup that found nothing: the bound then grows by the requests
  * the address has in flight at once.
  */
 export class AuthFailureLimiter {
   private readonly addresses = new Map<string, Allowance>()
+  /** Lookups under way, by address. */
+  private readonly running = new Map<string, number>()
+  /** Requests waiting for a place, by address: woken whenever one of the address's lookups ends. */
+  private readonly waiting = new Map<string, Array<() => void>>()
   private sweptAtMs = Number.NEGATIVE_INFINITY
 
   constructor(
@@ -59,16 +68,37 @@ export class AuthFailureLimiter {
     }
   }
 
-  /** `check`, then holds one lookup of `group` until `giveBack`. */
-  take(group: string): void {
-    this.check(group)
-    this.addresses.get(group)!.lookups -= 1
+  /**
+   * Holds one lookup of `group` until `end`: at once when a place is free; otherwise, while lookups
+   * of the address are under way, once one of them ends and a place is free (a promise); 429 when
+   * none is under way, or too many of the address's requests wait already.
+   */
+  take(group: string): void | Promise<void> {
+    const allowance = this.allowanceOf(group)
+    if (allowance.lookups >= 1) {
+      allowance.lookups -= 1
+      this.running.set(group, (this.running.get(group) ?? 0) + 1)
+      return
+    }
+    const queue = this.waiting.get(group) ?? []
+    if ((this.running.get(group) ?? 0) === 0 || queue.length >= maxWaitingPerAddress) return this.check(group)
+    if (queue.length === 0) this.waiting.set(group, queue)
+    return new Promise<void>((resolve) => queue.push(resolve)).then(() => this.take(group))
   }
 
-  /** Returns the place of a lookup that found its credential. */
-  giveBack(group: string): void {
+  /** Ends a lookup `take` let start: a lookup that found its credential gives its place back. */
+  end(group: string, found: boolean): void {
+    const running = (this.running.get(group) ?? 1) - 1
+    if (running > 0) this.running.set(group, running)
+    else this.running.delete(group)
     const allowance = this.addresses.get(group)
-    if (allowance) allowance.lookups = Math.min(this.burst, allowance.lookups + 1)
+    if (found && allowance) allowance.lookups = Math.min(this.burst, allowance.lookups + 1)
+    // Every waiter looks again: one takes a freed place, the others wait on, or are refused once no
+    // lookup of the address is left under way.
+    const queue = this.waiting.get(group)
+    if (!queue) return
+    this.waiting.delete(group)
+    for (const wake of queue) wake()
   }
 
   /** Counts a lookup of `group` that found nothing. The debt is capped, so a wave of them shuts the address out for a bounded time. */

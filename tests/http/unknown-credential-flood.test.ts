@@ -60,6 +60,28 @@ describe('a flood of made-up API keys from one client', () => {
   })
 })
 
+describe('many real keys from one client, new to the gateway', () => {
+  test('are all served when more of them are looked up at once than the allowance of unknown keys', async () => {
+    const { chat, lookups, secrets } = await guardedApp({ authFailures: new AuthFailureLimiter(5, 0.001, () => 0), knownKeys: 60 })
+
+    const statuses = (await Promise.all(secrets.map((secret) => chat(secret)))).map((response) => response.status)
+
+    expect(statuses).toEqual(Array(60).fill(200))
+    expect(lookups.keys).toBe(60)
+  })
+
+  test('beside a flood of made-up keys, wait for places rather than widen the bound', async () => {
+    const { authFailures } = limiterOnClock()
+    const { chat, lookups, secrets } = await guardedApp({ authFailures, knownKeys: 40 })
+
+    const answers = await Promise.all([...Array.from({ length: 200 }, () => chat(madeUpKey())), ...secrets.map((secret) => chat(secret))])
+    const madeUp = answers.slice(0, 200).map((response) => response.status)
+
+    expect(lookups.keys - secrets.length).toBeLessThanOrEqual(20)
+    expect(madeUp.filter((status) => status === 401).length + madeUp.filter((status) => status === 429).length).toBe(200)
+  })
+})
+
 describe('a flood of made-up session tokens from one client', () => {
   test('reaches the session store a bounded number of times: the allowance plus the requests in flight', async () => {
     const { authFailures } = limiterOnClock()

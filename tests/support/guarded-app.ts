@@ -16,12 +16,12 @@ export function madeUpKey(): string {
 }
 
 /**
- * The gateway's app with two known API keys (`secrets`), a key store and a session store that
+ * The gateway's app with known API keys (`secrets`, two unless `knownKeys` says), a key store and a session store that
  * count their lookups (no session exists), for tests of what reaches the database and the body
  * budget before and after authentication.
  */
-export async function guardedApp(options: { bodyBudgetBytes?: number; bodyIdleTimeoutMs?: number; authFailures?: AuthFailureLimiter } = {}) {
-  const secrets = [`sk-guard${'a'.repeat(40)}`, `sk-guard${'b'.repeat(40)}`]
+export async function guardedApp(options: { bodyBudgetBytes?: number; bodyIdleTimeoutMs?: number; authFailures?: AuthFailureLimiter; knownKeys?: number } = {}) {
+  const secrets = Array.from({ length: options.knownKeys ?? 2 }, (_, i) => `sk-guard${String(i).padStart(40, 'k')}`)
   const identities = new Map(secrets.map((secret, i) => [hashApiKey(secret), keyIdentity({ keyId: `key_${i}` })]))
   const lookups = { keys: 0, sessions: 0 }
   const management = unavailableManagement()

@@ -76,15 +76,20 @@ export function apiKeyAuth(deps: KeyAuthDeps, scope: KeyScope) {
  */
 async function lookUpWithinAllowance(deps: KeyAuthDeps, keyHash: string, group: string): Promise<ApiKeyIdentity | null> {
   if (deps.keys.isBeingRead(keyHash)) return deps.keys.lookup(keyHash)
-  deps.failures.take(group)
+  await deps.failures.take(group)
+  // Another request of the same key may have started its read while this one waited for a place.
+  if (deps.keys.isBeingRead(keyHash)) {
+    deps.failures.end(group, true)
+    return deps.keys.lookup(keyHash)
+  }
   let identity: ApiKeyIdentity | null
   try {
     identity = await deps.keys.lookup(keyHash)
   } catch (error) {
     // The store failed (503): no sign the key is made up.
-    deps.failures.giveBack(group)
+    deps.failures.end(group, true)
     throw error
   }
-  if (identity) deps.failures.giveBack(group)
+  deps.failures.end(group, identity !== null)
   return identity
 }

@@ -12,10 +12,13 @@ function refusal(run: () => void): GatewayError | null {
 }
 
 describe('AuthFailureLimiter', () => {
-  test('lets an address start `burst` lookups, then refuses with 429 saying when the next one comes back', () => {
+  test('lets an address start `burst` lookups, then, none under way, refuses with 429 saying when the next one comes back', () => {
     const limiter = new AuthFailureLimiter(3, 0.5, () => 0)
 
-    for (let i = 0; i < 3; i++) limiter.take('203.0.113.7')
+    for (let i = 0; i < 3; i++) {
+      limiter.take('203.0.113.7')
+      limiter.end('203.0.113.7', false)
+    }
     const refused = refusal(() => limiter.take('203.0.113.7'))
 
     expect(refused?.code).toBe('rate_limit_exceeded')
@@ -27,23 +30,45 @@ describe('AuthFailureLimiter', () => {
     const limiter = new AuthFailureLimiter(1, 1, () => 0)
 
     limiter.take('203.0.113.7')
-    limiter.giveBack('203.0.113.7')
+    limiter.end('203.0.113.7', true)
 
     expect(refusal(() => limiter.take('203.0.113.7'))).toBeNull()
+  })
+
+  test('a request that finds no place while lookups are under way waits: it starts once one finds its credential, and is refused once none is left', async () => {
+    const limiter = new AuthFailureLimiter(1, 0.001, () => 0)
+    limiter.take('a')
+    const second = limiter.take('a')
+    const third = limiter.take('a')
+    let secondStarted = false
+    void second?.then(() => (secondStarted = true))
+
+    limiter.end('a', true)
+    await Promise.resolve()
+    await Promise.resolve()
+    limiter.end('a', false)
+
+    expect(second).toBeInstanceOf(Promise)
+    expect(secondStarted).toBe(true)
+    expect(await third?.then(() => null, (error: GatewayError) => error.code)).toBe('rate_limit_exceeded')
   })
 
   test('an address earns lookups back at `perSecond`, up to `burst`', () => {
     let nowMs = 0
     const limiter = new AuthFailureLimiter(2, 2, () => nowMs)
-    limiter.take('a')
-    limiter.take('a')
+    const lookUpUnknown = () => {
+      limiter.take('a')
+      limiter.end('a', false)
+    }
+    lookUpUnknown()
+    lookUpUnknown()
 
     nowMs = 500
-    limiter.take('a')
+    lookUpUnknown()
     const tooSoon = refusal(() => limiter.take('a'))
     nowMs = 60_000
-    limiter.take('a')
-    limiter.take('a')
+    lookUpUnknown()
+    lookUpUnknown()
 
     expect(tooSoon?.code).toBe('rate_limit_exceeded')
     expect(refusal(() => limiter.take('a'))?.code).toBe('rate_limit_exceeded')
@@ -65,6 +90,7 @@ describe('AuthFailureLimiter', () => {
   test('keeps at most `maxAddresses` addresses, forgetting those with a full allowance first', () => {
     const limiter = new AuthFailureLimiter(1, 1, () => 0, 2)
     limiter.take('a')
+    limiter.end('a', false)
     limiter.check('b')
 
     limiter.check('c')
