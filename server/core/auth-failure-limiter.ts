@@ -69,9 +69,10 @@ export class AuthFailureLimiter {
   }
 
   /**
-   * Holds one lookup of `group` until `end`: at once when a place is free; otherwise, while lookups
-   * of the address are under way, once one of them ends and a place is free (a promise); 429 when
-   * none is under way, or too many of the address's requests wait already.
+   * Holds one lookup of `group` until `end` when a place is free (undefined). Otherwise, while
+   * lookups of the address are under way, a promise that resolves when one of them ends: look again
+   * then (the credential may be in memory by then, or a place free). 429 when none is under way, or
+   * too many of the address's requests wait already.
    */
   take(group: string): void | Promise<void> {
     const allowance = this.allowanceOf(group)
@@ -83,7 +84,7 @@ export class AuthFailureLimiter {
     const queue = this.waiting.get(group) ?? []
     if ((this.running.get(group) ?? 0) === 0 || queue.length >= maxWaitingPerAddress) return this.check(group)
     if (queue.length === 0) this.waiting.set(group, queue)
-    return new Promise<void>((resolve) => queue.push(resolve)).then(() => this.take(group))
+    return new Promise<void>((resolve) => queue.push(resolve))
   }
 
   /** Ends a lookup `take` let start: a lookup that found its credential gives its place back. */

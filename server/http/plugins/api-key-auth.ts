@@ -75,12 +75,14 @@ export function apiKeyAuth(deps: KeyAuthDeps, scope: KeyScope) {
  * new key's first requests takes one place of the allowance, for as long as its read lasts.
  */
 async function lookUpWithinAllowance(deps: KeyAuthDeps, keyHash: string, group: string): Promise<ApiKeyIdentity | null> {
-  if (deps.keys.isBeingRead(keyHash)) return deps.keys.lookup(keyHash)
-  await deps.failures.take(group)
-  // Another request of the same key may have started its read while this one waited for a place.
-  if (deps.keys.isBeingRead(keyHash)) {
-    deps.failures.end(group, true)
-    return deps.keys.lookup(keyHash)
+  for (;;) {
+    if (deps.keys.isBeingRead(keyHash)) return deps.keys.lookup(keyHash)
+    // After a wait, the key may be in memory: read by another request of it meanwhile.
+    const known = deps.keys.cached(keyHash)
+    if (known !== undefined) return known
+    const wait = deps.failures.take(group)
+    if (wait === undefined) break
+    await wait
   }
   let identity: ApiKeyIdentity | null
   try {

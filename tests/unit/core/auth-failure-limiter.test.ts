@@ -35,22 +35,32 @@ describe('AuthFailureLimiter', () => {
     expect(refusal(() => limiter.take('203.0.113.7'))).toBeNull()
   })
 
-  test('a request that finds no place while lookups are under way waits: it starts once one finds its credential, and is refused once none is left', async () => {
+  test('a request that finds no place while lookups are under way waits for one to end, then finds the place a found credential gave back', async () => {
     const limiter = new AuthFailureLimiter(1, 0.001, () => 0)
     limiter.take('a')
-    const second = limiter.take('a')
-    const third = limiter.take('a')
-    let secondStarted = false
-    void second?.then(() => (secondStarted = true))
+    const wait = limiter.take('a')
+    let woken = false
+    void wait?.then(() => (woken = true))
+    await Promise.resolve()
+    const wokenBeforeEnd = woken
 
     limiter.end('a', true)
-    await Promise.resolve()
-    await Promise.resolve()
-    limiter.end('a', false)
+    await wait
 
-    expect(second).toBeInstanceOf(Promise)
-    expect(secondStarted).toBe(true)
-    expect(await third?.then(() => null, (error: GatewayError) => error.code)).toBe('rate_limit_exceeded')
+    expect(wait).toBeInstanceOf(Promise)
+    expect(wokenBeforeEnd).toBe(false)
+    expect(refusal(() => limiter.take('a'))).toBeNull()
+  })
+
+  test('a request woken after a lookup found nothing, with none left under way, is refused', async () => {
+    const limiter = new AuthFailureLimiter(1, 0.001, () => 0)
+    limiter.take('a')
+    const wait = limiter.take('a')
+
+    limiter.end('a', false)
+    await wait
+
+    expect(refusal(() => limiter.take('a'))?.code).toBe('rate_limit_exceeded')
   })
 
   test('an address earns lookups back at `perSecond`, up to `burst`', () => {
