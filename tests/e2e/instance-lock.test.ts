@@ -31,23 +31,31 @@ async function isLockHeld(databaseUrl: string): Promise<boolean> {
   }
 }
 
-describe('instances on one Postgres database without REDIS_URL', () => {
-  let database: Awaited<ReturnType<typeof createPostgresDatabase>>
+/**
+ * A scratch Postgres database for the suite, and the gateways its tests start on it: all stopped,
+ * and the database dropped, after the suite. `database()` is its url once created.
+ */
+function scratchDatabase() {
+  let created: Awaited<ReturnType<typeof createPostgresDatabase>> | undefined
   const gateways: RunningGateway[] = []
-
   beforeAll(async () => {
-    database = await createPostgresDatabase()
+    created = await createPostgresDatabase()
   }, 30_000)
   afterAll(async () => {
     for (const gateway of gateways) await gateway.stop()
-    await database?.drop()
+    await created?.drop()
   }, 60_000)
+  return { gateways, database: () => ({ url: created!.url }) }
+}
+
+describe('instances on one Postgres database without REDIS_URL', () => {
+  const { gateways, database } = scratchDatabase()
 
   test('a second one refuses to start with one line naming REDIS_URL; so does one with REDIS_URL beside it', async () => {
-    gateways.push(await startGateway({ database: 'postgres', sharedDatabaseUrl: database.url }))
+    gateways.push(await startGateway({ database: 'postgres', sharedDatabaseUrl: database().url }))
 
-    const second = await refusedStart(database.url)
-    const withRedis = await refusedStart(database.url, { REDIS_URL: redisUrl })
+    const second = await refusedStart(database().url)
+    const withRedis = await refusedStart(database().url, { REDIS_URL: redisUrl })
 
     expect(second.code).toBe(1)
     expect(second.lines.filter((line) => line.startsWith('nilegate did not start'))).toEqual([expect.stringContaining('set REDIS_URL')])
@@ -61,32 +69,23 @@ describe('instances on one Postgres database without REDIS_URL', () => {
     process.kill(holder.pid, 'SIGKILL')
     await holder.stop()
 
-    await waitFor(async () => !(await isLockHeld(database.url)), { timeoutMs: 10_000, what: 'Postgres releasing the dead holder lock' })
-    const next = await startGateway({ database: 'postgres', sharedDatabaseUrl: database.url })
+    await waitFor(async () => !(await isLockHeld(database().url)), { timeoutMs: 10_000, what: 'Postgres releasing the dead holder lock' })
+    const next = await startGateway({ database: 'postgres', sharedDatabaseUrl: database().url })
     gateways.push(next)
 
     expect(next.isRunning).toBe(true)
-    expect(await isLockHeld(database.url)).toBe(true)
+    expect(await isLockHeld(database().url)).toBe(true)
   }, 90_000)
 })
 
 describe('instances on one Postgres database with REDIS_URL', () => {
-  let database: Awaited<ReturnType<typeof createPostgresDatabase>>
-  const gateways: RunningGateway[] = []
-
-  beforeAll(async () => {
-    database = await createPostgresDatabase()
-  }, 30_000)
-  afterAll(async () => {
-    for (const gateway of gateways) await gateway.stop()
-    await database?.drop()
-  }, 60_000)
+  const { gateways, database } = scratchDatabase()
 
   test('both start, and one without REDIS_URL beside them refuses naming REDIS_URL', async () => {
-    const options = { database: 'postgres' as const, sharedDatabaseUrl: database.url, env: { REDIS_URL: redisUrl } }
+    const options = { database: 'postgres' as const, sharedDatabaseUrl: database().url, env: { REDIS_URL: redisUrl } }
     gateways.push(...(await Promise.all([startGateway(options), startGateway(options)])))
 
-    const sole = await refusedStart(database.url)
+    const sole = await refusedStart(database().url)
 
     expect(gateways.map((gateway) => gateway.isRunning)).toEqual([true, true])
     expect(sole.code).toBe(1)
@@ -95,38 +94,32 @@ describe('instances on one Postgres database with REDIS_URL', () => {
 })
 
 describe('an instance without REDIS_URL that loses its connection to Postgres', () => {
-  let database: Awaited<ReturnType<typeof createPostgresDatabase>>
+  const { gateways, database } = scratchDatabase()
   let proxy: TcpProxy
-  const gateways: RunningGateway[] = []
 
-  beforeAll(async () => {
-    database = await createPostgresDatabase()
+  beforeAll(() => {
     proxy = startTcpProxy({ hostname: '127.0.0.1', port: 5432 })
-  }, 30_000)
-  afterAll(async () => {
-    for (const gateway of gateways) await gateway.stop()
-    proxy?.stop()
-    await database?.drop()
-  }, 60_000)
+  })
+  afterAll(() => proxy?.stop())
 
   test('takes its lock again when the database answers again', async () => {
-    const gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: proxy.via(database.url) })
+    const gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: proxy.via(database().url) })
     gateways.push(gateway)
 
     proxy.cut()
     await gateway.waitForOutput(/took its instance lock on Postgres again/, 20_000)
 
     expect(gateway.isRunning).toBe(true)
-    expect(await isLockHeld(database.url)).toBe(true)
+    expect(await isLockHeld(database().url)).toBe(true)
   }, 60_000)
 
   test('stops, naming REDIS_URL, when another instance took the lock meanwhile', async () => {
     const first = gateways[0]!
     proxy.refusing = true
     proxy.cut()
-    await waitFor(async () => !(await isLockHeld(database.url)), { timeoutMs: 10_000, what: 'Postgres releasing the cut connection lock' })
+    await waitFor(async () => !(await isLockHeld(database().url)), { timeoutMs: 10_000, what: 'Postgres releasing the cut connection lock' })
 
-    const second = await startGateway({ database: 'postgres', sharedDatabaseUrl: database.url })
+    const second = await startGateway({ database: 'postgres', sharedDatabaseUrl: database().url })
     gateways.push(second)
     proxy.refusing = false
     await first.waitForOutput(/nilegate is stopping: .*REDIS_URL/, 20_000)
