@@ -6,8 +6,9 @@ import { completeChat } from '../../../server/core/chat-completions'
 import { createEmbeddings } from '../../../server/core/embeddings'
 import { chatHoldBound, embeddingsHoldBound } from '../../../server/core/hold-bound'
 import type { InferenceRequest } from '../../../server/core/inference'
-import type { ApiKeyIdentity, Provider, UsageEvent } from '../../../server/core/ports'
+import type { Provider, UsageEvent } from '../../../server/core/ports'
 import { upstreamCall, upstreamCompletion } from '../../support/fake-upstream'
+import { keyIdentity } from '../../support/test-app'
 import { waitFor } from '../../support/wait-for'
 
 // The fake upstream's model: 1 EGP per 1M input tokens, 2 EGP per 1M output tokens, 8,192 tokens of context.
@@ -15,27 +16,7 @@ const model = upstreamCall('http://127.0.0.1:9/v1').model
 const embeddingsModel = { ...upstreamCall('http://127.0.0.1:9/v1', { modality: 'embeddings' }).model, id: 'nile/upstream-embeddings' }
 const body = { model: model.id, messages: [{ role: 'user' as const, content: '0123456789'.repeat(100) }], max_tokens: 10 }
 
-const identity: ApiKeyIdentity = {
-  keyId: 'key_test',
-  orgId: 'org_test',
-  projectId: 'proj_test',
-  revokedAt: null,
-  expiresAt: null,
-  scopes: ['chat.completions', 'embeddings'],
-  rpmLimit: null,
-  orgStatus: 'active',
-  planTier: 'enterprise',
-  orgRpmCeiling: null,
-  projectRpmOverride: null,
-  keyMonthlyCapMicros: 500_000n,
-  projectMonthlyCapMicros: 600_000n,
-  billingTimeZone: 'Africa/Cairo',
-  requiresRegion: null,
-  ipAllowList: [],
-  orgAllowedModels: null,
-  projectEnabledModels: null,
-  projectArchivedAt: null,
-}
+const identity = keyIdentity({ scopes: ['chat.completions', 'embeddings'], keyMonthlyCapMicros: 500_000n, projectMonthlyCapMicros: 600_000n })
 
 /** An upstream that reports `promptTokens` and `completionTokens` for every answer. */
 function reporting(promptTokens: number, completionTokens: number): Provider {
