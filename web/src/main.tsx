@@ -1,0 +1,3 @@
+import { render } from 'preact'
+
+render(<main>nilegate</main>, document.getElementById('app')!)
