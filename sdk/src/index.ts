@@ -1,7 +1,7 @@
 import type * as chat from '@nilegate/shared/schemas/chat'
 import type * as common from '@nilegate/shared/schemas/common'
 
-export { Nilegate, type NilegateOptions } from './client'
+export { Nilegate, type CsrfToken, type NilegateOptions } from './client'
 export { NilegateConnectionError, NilegateError, NilegateTimeoutError, type ErrorCode } from './errors'
 export { ChatCompletionStream } from './streaming'
 export type { RequestOptions } from './api'
