@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { GatewayError } from '@nilegate/shared/errors'
 import { hashApiKey, looksLikeApiKey } from '../core/api-keys'
@@ -75,14 +76,81 @@ export interface SessionPrincipal {
   origin: RequestOrigin
   /** How audit records name this request's actor. */
   actor: AuditActor
+  /** The session's CSRF token when the request came with the session cookie; null with a bearer token. */
+  csrfToken: string | null
+}
+
+/** The cookie a browser session travels in (`POST /v1/auth/login` with `"session": "cookie"`). */
+export const sessionCookieName = 'nilegate_session'
+/** The header a cookie-authenticated change must carry, equal to the session's CSRF token. */
+export const csrfHeaderName = 'X-CSRF-Token'
+
+const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * The CSRF token of a session: derived from its token, so nothing more is stored, and useless to
+ * a script that learns it (the session token cannot be computed back from it).
+ */
+export function csrfTokenFor(sessionToken: string): string {
+  return new Bun.CryptoHasher('sha256').update(`csrf:${sessionToken}`).digest('base64url')
+}
+
+/** The first value of cookie `name` in a Cookie header; null when absent. */
+export function readCookie(header: string | null, name: string): string | null {
+  if (!header) return null
+  for (const pair of header.split(';')) {
+    const at = pair.indexOf('=')
+    if (at !== -1 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim()
+  }
+  return null
+}
+
+function sameText(a: string, b: string): boolean {
+  const left = Buffer.from(a)
+  const right = Buffer.from(b)
+  return left.length === right.length && timingSafeEqual(left, right)
+}
+
+/**
+ * Whether the request reached the gateway over https: its own URL, or the X-Forwarded-Proto of a
+ * trusted proxy (a header from anyone else says nothing).
+ */
+export function arrivedOverHttps(context: RequestContext, trustedProxies: AddressList): boolean {
+  if (context.request.url.startsWith('https:')) return true
+  const peer = context.server?.requestIP(context.request)?.address ?? null
+  if (peer === null || trustedProxies.size === 0 || !trustedProxies.contains(peer)) return false
+  const proto = context.request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase()
+  return proto === 'https'
+}
+
+/**
+ * The Set-Cookie value of the session cookie: httpOnly (no script reads it), SameSite=Strict (no
+ * other site's page sends it), scoped to the API, Secure when the request came over https. An
+ * empty token with no lifetime clears it.
+ */
+export function sessionCookie(token: string, maxAgeS: number, secure: boolean): string {
+  return `${sessionCookieName}=${token}; Path=/v1; Max-Age=${Math.max(0, Math.floor(maxAgeS))}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`
+}
+
+/** Where a management request's session token came from. */
+function sessionTokenOf(request: Request): { token: string; viaCookie: boolean } {
+  const authorization = request.headers.get('authorization')
+  // The Authorization header wins: a client that sends one means that credential, cookie or not.
+  if (authorization === null) {
+    const cookie = readCookie(request.headers.get('cookie'), sessionCookieName)
+    if (cookie) return { token: cookie, viaCookie: true }
+  }
+  return { token: bearerToken(authorization), viaCookie: false }
 }
 
 /**
  * Resolves the session of a management request: 401 with the exact code for a missing header, an
  * API key (`invalid_token_type`), an unknown, revoked or expired token, a deleted or disabled user.
+ * Without an Authorization header the session cookie is read; a change it authenticates (any
+ * method but GET, HEAD and OPTIONS) also needs the session's X-CSRF-Token, else 403.
  */
 export async function authenticateSession(deps: ManagementDeps, context: RequestContext): Promise<SessionPrincipal> {
-  const token = bearerToken(context.request.headers.get('authorization'))
+  const { token, viaCookie } = sessionTokenOf(context.request)
   if (looksLikeApiKey(token)) throw new GatewayError('invalid_token_type', 'This route takes a session access token from POST /v1/auth/login, not an API key.')
   if (!looksLikeSessionToken(token)) throw new GatewayError('invalid_api_key', 'The access token is not recognised; log in with POST /v1/auth/login.')
   const origin = requestOrigin(context, deps.trustedProxies)
@@ -100,11 +168,18 @@ export async function authenticateSession(deps: ManagementDeps, context: Request
   if (found.user.disabled) throw new GatewayError('user_disabled')
   if (found.revokedAt !== null) throw new GatewayError('token_revoked')
   if (found.expiresAt <= (deps.now ?? Date.now)()) throw new GatewayError('token_revoked', 'The session expired; log in again.')
+  const csrfToken = viaCookie ? csrfTokenFor(token) : null
+  // A browser sends the cookie with whatever request a page of another site makes it send; only
+  // the dashboard, which read the CSRF token from the API, can name it.
+  if (csrfToken !== null && !safeMethods.has(context.request.method) && !sameText(context.request.headers.get('x-csrf-token') ?? '', csrfToken)) {
+    throw new GatewayError('permission_denied', `A change made with the session cookie needs the session's CSRF token in the ${csrfHeaderName} header (from POST /v1/auth/login or GET /v1/auth/me).`)
+  }
   return {
     sessionId: found.sessionId,
     user: found.user,
     origin,
     actor: { type: found.user.isOperator ? 'operator' : 'user', id: found.user.id, email: found.user.email, ip: origin.ip, requestId: origin.requestId },
+    csrfToken,
   }
 }
 

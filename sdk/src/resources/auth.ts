@@ -2,8 +2,11 @@ import { callOptions, unwrap, type BodyOf, type DataOf, type GatewayApi, type Re
 
 type AuthRoutes = Routes['auth']
 
+type LoginAnswer = DataOf<AuthRoutes['login']['post']>
 /** A new session from logging in: `access_token` goes in `Authorization: Bearer` on management routes. */
-export type Session = DataOf<AuthRoutes['login']['post']>
+export type Session = Extract<LoginAnswer, { token_type: 'bearer' }>
+/** A new browser session (`session: 'cookie'`): the token is in an httpOnly cookie; `csrf_token` goes in `X-CSRF-Token` on changes. */
+export type CookieSession = Extract<LoginAnswer, { token_type: 'cookie' }>
 /** The signed-in user with their organizations and roles. */
 export type Me = DataOf<AuthRoutes['me']['get']>
 /** A user account as the API shows it. */
@@ -33,10 +36,17 @@ export class Auth {
     return unwrap(this.api.v1.auth.verify_email.post(params, callOptions(options)))
   }
 
-  /** Logs in; the client then acts with the new session on management routes. */
-  async login(params: LoginParams, options?: RequestOptions): Promise<Session> {
+  /**
+   * Logs in; the client then acts with the new session on management routes. With `session: 'cookie'`
+   * (in a browser) the gateway keeps the token in an httpOnly cookie the browser sends by itself, and
+   * answers with the CSRF token that changes must carry (the client's `csrfToken` option).
+   */
+  login(params: LoginParams & { session?: 'token' }, options?: RequestOptions): Promise<Session>
+  login(params: LoginParams & { session: 'cookie' }, options?: RequestOptions): Promise<CookieSession>
+  login(params: LoginParams, options?: RequestOptions): Promise<Session | CookieSession>
+  async login(params: LoginParams, options?: RequestOptions): Promise<Session | CookieSession> {
     const session = await unwrap(this.api.v1.auth.login.post(params, callOptions(options)))
-    this.holder.accessToken = session.access_token
+    this.holder.accessToken = session.token_type === 'bearer' ? session.access_token : null
     return session
   }
 

@@ -4,7 +4,7 @@ import type { SessionRecord, UserRecord } from '../../core/governance/accounts'
 import { sendVerificationMail, type VerificationDeps } from '../../core/governance/email-verification'
 import { confirmPassword, type LoginDeps } from '../../core/governance/login'
 import { idempotent } from '../idempotency'
-import { sessionAuth, type ManagementDeps } from '../management'
+import { arrivedOverHttps, sessionAuth, sessionCookie, type ManagementDeps } from '../management'
 import { ListQuery, listObject, pageQuery } from '../management-fields'
 
 /** What the auth routes share: the account store, the brute-force guards, the mailer and the clock. */
@@ -33,13 +33,25 @@ function revokedObject(sessionId: string) {
 
 const DeleteAccount = t.Object({ password: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
 
+/** The parts of a context that clearing the session cookie reads. */
+interface CookieContext {
+  request: Request
+  server: { requestIP(request: Request): { address: string } | null } | null
+  set: { headers: Record<string, unknown> }
+}
+
 /** The signed-in user's own account and sessions: logout, verification mails, /me, session list and revoke. */
 export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
+  /** Tells a browser to drop the session cookie of a session that has just ended. */
+  const clearSessionCookie = (context: CookieContext) => {
+    context.set.headers['set-cookie'] = sessionCookie('', 0, arrivedOverHttps(context, deps.trustedProxies))
+  }
   return new Elysia({ normalize: false })
     .use(sessionAuth(deps))
-    .post('/v1/auth/logout', async ({ principal }) => {
+    .post('/v1/auth/logout', async ({ principal, request, server, set }) => {
       // No Idempotency-Key: a retried logout finds its session ended and answers 401 token_revoked.
       await auth.accounts.revokeSession({ userId: principal.user.id, sessionId: principal.sessionId, action: 'logout' }, principal.actor)
+      clearSessionCookie({ request, server, set })
       return revokedObject(principal.sessionId)
     })
     .post('/v1/auth/verify_email/resend', ({ principal, request, set }) =>
@@ -56,13 +68,16 @@ export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
       return {
         ...userObject(principal.user),
         memberships: organizations.map((organization) => ({ organization_id: organization.id, organization_name: organization.name, role: organization.role })),
+        // A reloaded page has lost the CSRF token it got at login: it reads it here again.
+        csrf_token: principal.csrfToken ?? undefined,
       }
     })
     .delete(
       '/v1/auth/me',
-      async ({ principal, body }) => {
+      async ({ principal, body, request, server, set }) => {
         await confirmPassword(auth, principal.user, body.password, principal.origin.ip)
         await auth.accounts.deleteUser(principal.user.id, principal.actor)
+        clearSessionCookie({ request, server, set })
         return { object: 'user.deleted' as const, id: principal.user.id, deleted: true }
       },
       { body: DeleteAccount },
@@ -75,10 +90,11 @@ export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
       },
       { query: ListQuery },
     )
-    .delete('/v1/auth/sessions/:id', async ({ principal, params }) => {
+    .delete('/v1/auth/sessions/:id', async ({ principal, params, request, server, set }) => {
       const revoked = await auth.accounts.revokeSession({ userId: principal.user.id, sessionId: params.id, action: 'session.revoked' }, principal.actor)
       // Another user's session is as absent as one that never existed.
       if (!revoked) throw new GatewayError('not_found', `You have no active session '${params.id}'.`, 'id')
+      if (params.id === principal.sessionId) clearSessionCookie({ request, server, set })
       return revokedObject(params.id)
     })
 }

@@ -5,7 +5,7 @@ import { isEmailAddress, normalizeEmail } from '../../core/governance/accounts'
 import { sendVerificationMail } from '../../core/governance/email-verification'
 import { logIn } from '../../core/governance/login'
 import { InProcessLoginLimiter } from '../../core/login-limiter'
-import { requestOrigin, type ManagementDeps } from '../management'
+import { arrivedOverHttps, csrfTokenFor, requestOrigin, sessionCookie, type ManagementDeps } from '../management'
 import type { RouteTable } from '../plugins/error-handler'
 import { accountRoutes, userObject, type AuthDeps } from './auth-account'
 
@@ -27,7 +27,19 @@ const SignUp = t.Object(
   { additionalProperties: false },
 )
 const VerifyEmail = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
-const LogIn = t.Object({ email: t.String({ minLength: 1, maxLength: 254 }), password: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
+const LogIn = t.Object(
+  {
+    email: t.String({ minLength: 1, maxLength: 254 }),
+    password: t.String({ minLength: 1, maxLength: 200 }),
+    session: t.Optional(
+      t.Union([t.Literal('token'), t.Literal('cookie')], {
+        description: '`token` (the default) answers with the access token; `cookie` keeps it in an httpOnly cookie for a browser and answers with the CSRF token instead.',
+        error: "must be 'token' or 'cookie'",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
 
 /**
  * Accounts and sessions under /v1/auth/*. Signing up, verifying and logging in need no session;
@@ -80,14 +92,17 @@ export function authRoutes(deps: ManagementDeps) {
           source: requestOrigin({ request, server, set }, deps.trustedProxies),
           userAgent: request.headers.get('user-agent')?.slice(0, maxUserAgentLength) ?? null,
         })
-        return {
-          object: 'session' as const,
-          id: login.sessionId,
-          access_token: login.token,
-          token_type: 'bearer' as const,
-          expires_at: Math.floor(login.expiresAt.getTime() / 1000),
-          user: userObject(login.user),
+        const expiresAt = Math.floor(login.expiresAt.getTime() / 1000)
+        const session = { object: 'session' as const, id: login.sessionId, expires_at: expiresAt, user: userObject(login.user) }
+        if (body.session === 'cookie') {
+          // The token stays where no script of the page can read it; the page gets what it must
+          // send back with each change instead.
+          const secure = arrivedOverHttps({ request, server, set }, deps.trustedProxies)
+          set.headers['set-cookie'] = sessionCookie(login.token, Math.round((login.expiresAt.getTime() - auth.now()) / 1000), secure)
+          set.headers['cache-control'] = 'no-store'
+          return { ...session, token_type: 'cookie' as const, csrf_token: csrfTokenFor(login.token) }
         }
+        return { ...session, access_token: login.token, token_type: 'bearer' as const }
       },
       { body: LogIn },
     )

@@ -20,10 +20,11 @@ export const User = t.Object({
 export const CurrentUser = t.Object({
   ...User.properties,
   memberships: t.Array(t.Object({ organization_id: t.String(), organization_name: t.String(), role: Role })),
+  csrf_token: t.Optional(t.String({ description: 'With the session cookie only: the value of the `X-CSRF-Token` header that changes need.' })),
 })
 
 /** A new session: `access_token` (ngs_...) goes in `Authorization: Bearer` of management requests. */
-export const LoginSession = t.Object({
+export const BearerSession = t.Object({
   object: t.Literal('session'),
   id: t.String(),
   access_token: t.String({ description: 'The session token, shown once.' }),
@@ -31,6 +32,19 @@ export const LoginSession = t.Object({
   expires_at: unixSeconds(),
   user: User,
 })
+
+/** A new browser session: its token is in the httpOnly `nilegate_session` cookie, out of reach of scripts. */
+export const CookieSession = t.Object({
+  object: t.Literal('session'),
+  id: t.String(),
+  token_type: t.Literal('cookie'),
+  csrf_token: t.String({ description: 'Send it as the `X-CSRF-Token` header with every request but GET, HEAD and OPTIONS.' }),
+  expires_at: unixSeconds(),
+  user: User,
+})
+
+/** The answer of a login: a bearer token, or (`"session": "cookie"`) a cookie and its CSRF token. */
+export const LoginSession = t.Union([BearerSession, CookieSession])
 
 /** An active session of the signed-in user. */
 export const Session = t.Object({
