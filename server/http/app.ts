@@ -24,6 +24,8 @@ import { organizationRouteTable, organizationRoutes } from './routes/organizatio
 import { playgroundRouteTable, playgroundRoutes } from './routes/playground'
 import { projectRouteTable, projectRoutes } from './routes/projects'
 import { usageRouteTable, usageRoutes } from './routes/usage'
+import { isWebRoute, webRouteTable, webRoutes } from './routes/web'
+import { WebBundle } from './web-bundle'
 
 export interface AppDeps extends InferenceDeps {
   keys: ApiKeyCache
@@ -37,6 +39,8 @@ export interface AppDeps extends InferenceDeps {
   edge?: EdgeLimiter
   /** Accounts, organizations, projects, keys, the operator API and the audit trail. */
   management: ManagementDeps
+  /** The dashboard, built on its first request; one of its own per app when absent. */
+  web?: WebBundle
 }
 
 const routeTable: RouteTable = [
@@ -53,6 +57,7 @@ const routeTable: RouteTable = [
   ...adminRouteTable,
   ...adminDeploymentRouteTable,
   ...openApiRouteTable,
+  ...webRouteTable,
 ]
 
 const exposedHeaders = 'X-Request-Id, Retry-After, X-RateLimit-Limit-Requests, X-RateLimit-Remaining-Requests, X-RateLimit-Reset-Requests, Idempotent-Replayed, Deprecation, Sunset, Link'
@@ -154,7 +159,9 @@ export function buildApp(deps: AppDeps) {
     .use(changelogRoutes(deps.catalog))
     .use(playgroundRoutes(deps, management))
     .use(managementRoutes(management, deps))
-  const built = app.use(openApiRoutes(() => app.routes, { publicBaseUrl: management.publicBaseUrl }))
+  const built = app.use(openApiRoutes(() => app.routes.filter((route) => !isWebRoute(route)), { publicBaseUrl: management.publicBaseUrl }))
+  // The dashboard's pages join the app but not its type: they are no part of the API the SDK types.
+  built.use(webRoutes(deps.web ?? new WebBundle({ log: deps.log })))
   readingAfterAuth = routesReadingBodyAfterAuth(built.routes)
   return built
 }

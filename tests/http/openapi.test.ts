@@ -6,6 +6,7 @@ import { errorCatalog, isErrorCode, type ErrorBody } from '@nilegate/shared/erro
 import type { ChatCompletionChunk as ChunkType } from '@nilegate/shared/schemas/chat'
 import type { App } from '../../server/http/app'
 import { undocumentedRoutes, type OpenApiDocument } from '../../server/http/openapi/document'
+import { isWebRoute } from '../../server/http/routes/web'
 import { operations, type OperationKey } from '../../server/http/openapi/operations'
 import type { ErrorResponse } from '../../server/http/openapi/responses/errors'
 import type { ChatCompletionChunk } from '../../server/http/openapi/responses/inference'
@@ -144,8 +145,10 @@ describe('the OpenAPI document, GET /openapi.json', () => {
     expect(() => answers.schemas.compileAll()).not.toThrow()
   })
 
-  test('documents every route the app answers, and no other', () => {
-    const routes = inference.app.routes
+  test('documents every route of the API the app answers, and no other; the dashboard\'s pages are no part of it', () => {
+    const routes = inference.app.routes.filter((route) => !isWebRoute(route))
+    expect(inference.app.routes.length).toBeGreaterThan(routes.length)
+    expect(Object.keys(document.paths).filter((path) => !path.startsWith('/v1/') && path !== '/openapi.json' && path !== '/docs')).toEqual([])
     const documented = operationsOf(document).map(([method, path]) => `${method.toUpperCase()} ${path}`)
     const routeKeys = new Set(routes.map((route) => `${route.method} ${route.path}`))
 
