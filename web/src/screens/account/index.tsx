@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function AccountPage() {
+  return <PageHeader title="Account" />
+}

@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function AuditPage() {
+  return <PageHeader title="Audit log" />
+}

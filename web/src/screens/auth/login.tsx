@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function LoginPage() {
+  return <PageHeader title="Log in" />
+}

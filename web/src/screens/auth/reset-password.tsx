@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function ResetPasswordPage() {
+  return <PageHeader title="Choose a new password" />
+}

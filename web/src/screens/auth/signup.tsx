@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function SignupPage() {
+  return <PageHeader title="Sign up" />
+}

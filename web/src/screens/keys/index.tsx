@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function KeysPage() {
+  return <PageHeader title="API keys" />
+}

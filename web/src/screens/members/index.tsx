@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function MembersPage() {
+  return <PageHeader title="Members" />
+}

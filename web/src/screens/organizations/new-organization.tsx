@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function NewOrganizationPage() {
+  return <PageHeader title="New organization" />
+}

@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function OverviewPage() {
+  return <PageHeader title="Overview" />
+}

@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function ProjectsPage() {
+  return <PageHeader title="Projects" />
+}

@@ -1,0 +1,5 @@
+import { PageHeader } from '../../ui'
+
+export function UsagePage() {
+  return <PageHeader title="Usage" />
+}
