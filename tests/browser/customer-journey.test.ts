@@ -1,0 +1,115 @@
+import { describe, expect, test } from 'bun:test'
+import OpenAI from 'openai'
+import { chatModel } from '../support/test-app'
+import { useBrowser } from './support/browser'
+import { confirmIfAsked, fetchFromPage, logInThroughPage, openScreen } from './support/dashboard'
+import { uniqueEmail, useDashboardGateway } from './support/gateway'
+import { screenshot } from './support/screenshots'
+import { expectShowsAmount } from './support/amounts'
+
+// One customer, from an empty gateway to a revoked key, through the dashboard alone; the only
+// other actors are the mail (printed by the embedded gateway) and an operator's top-up by API.
+describe('a customer in the dashboard', () => {
+  const gateway = useDashboardGateway()
+  const browser = useBrowser()
+
+  test('signs up, verifies, makes a project and a key that the openai package uses, streams in the playground, sees the spend, and revokes the key', async () => {
+    const { origin, baseUrl } = gateway.current
+    const operator = await gateway.current.createOperator()
+    const person = await browser.newContext(origin)
+    const page = await person.newPage()
+    const account = { email: uniqueEmail('customer'), password: 'customer passphrase, long enough' }
+
+    await page.goto('/signup')
+    await page.getByLabel(/^e-?mail/i).fill(account.email)
+    await page.getByLabel(/^password$/i).fill(account.password)
+    await page.getByRole('button', { name: /sign up|create account/i }).click()
+    await page.getByText(/check your (e-?mail|inbox)/i).first().waitFor()
+    await screenshot(page, 'signup-done')
+
+    const link = await gateway.current.mailedLink(account.email, 'verify-email')
+    expect(link).toStartWith(`${origin}/verify-email#token=`)
+    await page.goto(link)
+    await page.getByText(/verified/i).first().waitFor()
+    expect(new URL(page.url()).hash).toBe('')
+
+    await logInThroughPage(page, account)
+    await openScreen(page, '/organizations/new')
+    await page.getByLabel(/name/i).first().fill('Nile Foods')
+    await page.getByRole('button', { name: /create organization/i }).click()
+    await page.waitForURL((url) => url.pathname !== '/organizations/new')
+    const organizations = await fetchFromPage(page, 'GET', '/v1/organizations')
+    const organization = (organizations.json.data as { id: string; name: string }[]).find((each) => each.name === 'Nile Foods')
+    expect(organization).toBeDefined()
+    const topUp = await gateway.current.api('POST', `/admin/organizations/${organization!.id}/credits`, {
+      token: operator.token,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: { amount_egp: '100', note: 'first credit' },
+    })
+    expect(topUp.status).toBe(201)
+
+    await openScreen(page, '/projects')
+    await page.getByRole('button', { name: /new project|create project/i }).click()
+    await page.getByLabel(/^(project )?name/i).fill('Support bot')
+    await page.getByRole('button', { name: /^create( project)?$/i }).click()
+    await page.getByRole('link', { name: 'Support bot' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Support bot' }).waitFor()
+
+    await page.getByRole('button', { name: /create (api )?key|new (api )?key/i }).click()
+    const createDialog = page.getByRole('dialog')
+    await createDialog.getByLabel(/^(key )?name/i).fill('journey key')
+    await createDialog.getByRole('button', { name: /^create( key| api key)?$/i }).click()
+    const secretDialog = page.getByRole('dialog', { name: /.+/ }).filter({ hasText: /you will not see (this|it).*again/i })
+    await secretDialog.waitFor()
+    await secretDialog.getByRole('button', { name: /copy/i }).click()
+    const secret = await page.evaluate(() => navigator.clipboard.readText())
+    expect(secret).toMatch(/^sk-[A-Za-z0-9]{32,}$/)
+    expect(await secretDialog.textContent() + (await secretDialog.locator('input, textarea').evaluateAll((fields) => fields.map((field) => (field as HTMLInputElement).value).join(' ')))).toContain(secret)
+    await screenshot(page, 'key-created-once')
+    await secretDialog.getByRole('button', { name: /done|close/i }).first().click()
+    await secretDialog.waitFor({ state: 'hidden' })
+
+    const openai = new OpenAI({ baseURL: baseUrl, apiKey: secret, maxRetries: 0, timeout: 15_000 })
+    const reply = await openai.chat.completions.create({ model: chatModel, messages: [{ role: 'user', content: 'Hello from the openai package' }] })
+    expect(reply.choices[0]?.message.content?.length).toBeGreaterThan(0)
+
+    await openScreen(page, '/playground')
+    await page.getByRole('combobox', { name: /project/i }).selectOption({ label: 'Support bot' })
+    await page.getByRole('combobox', { name: /model/i }).selectOption(chatModel)
+    await page.getByRole('textbox', { name: /message|content/i }).last().fill('Say hello to Cairo')
+    const streamed = page.waitForResponse((response) => new URL(response.url()).pathname === '/v1/playground/chat/completions')
+    await page.getByRole('button', { name: /^send$/i }).click()
+    const answer = await streamed
+    expect(answer.headers()['content-type']).toContain('text/event-stream')
+    await page.getByText(/tokens/i).filter({ hasText: /\d/ }).first().waitFor()
+    await page.getByRole('button', { name: /^send$/i }).waitFor()
+    await screenshot(page, 'playground-answer')
+
+    // Usage reaches the ledger off the request path; the overview shows what the API says.
+    let balance = ''
+    for (let tries = 0; tries < 50; tries++) {
+      const answer = await fetchFromPage(page, 'GET', '/v1/organization/balance')
+      balance = answer.json.balance_egp
+      const usage = await fetchFromPage(page, 'GET', '/v1/organization/usage?group_by=model')
+      if (balance !== '100.000000' && JSON.stringify(usage.json).includes(chatModel)) break
+      await Bun.sleep(100)
+    }
+    expect(balance).not.toBe('100.000000')
+    await openScreen(page, '/')
+    await expectShowsAmount(page.getByRole('region', { name: /balance/i }).first(), balance)
+    await expect(page.getByRole('table').filter({ hasText: chatModel }).count()).resolves.toBeGreaterThan(0)
+    await expect(page.locator('canvas').count()).resolves.toBeGreaterThan(0)
+    await screenshot(page, 'overview-after-spend')
+
+    await page.goto(`/projects`)
+    await page.getByRole('link', { name: 'Support bot' }).click()
+    const revoke = page.getByRole('row').filter({ hasText: 'journey key' }).getByRole('button', { name: /revoke/i })
+    await revoke.click()
+    await confirmIfAsked(page, /revoke/i, revoke)
+
+    const refused = await openai.chat.completions.create({ model: chatModel, messages: [{ role: 'user', content: 'Still there?' }] }).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(OpenAI.APIError)
+    expect([(refused as InstanceType<typeof OpenAI.APIError>).status, (refused as InstanceType<typeof OpenAI.APIError>).code]).toEqual([401, 'key_revoked'])
+    person.expectNoProblems()
+  }, 110_000)
+})
