@@ -1,8 +1,10 @@
 /**
- * Builds the published package into dist/: `index.js`, ESM for Node 20+, Bun and browsers, whose
- * dependencies stay imports while the shared error catalog is inlined; and `index.d.ts`, the
- * client's declarations rolled up with the gateway's `App` type and the shared schemas, so the
- * package carries the types of the very server it was built from. Run: `bun run --cwd sdk build`.
+ * Builds the published package into dist/: `index.js`, ESM for Node 20+, Bun and browsers, with
+ * everything it runs bundled in (the shared error catalog, Eden's treaty client) but its one
+ * dependency, eventsource-parser; and `index.d.ts`, the client's declarations rolled up with the
+ * gateway's `App` type, the shared schemas and the Elysia, Eden and TypeBox types they are made
+ * of, so the package carries the types of the very server it was built from while a consumer
+ * installs none of the server's code. Run: `bun run --cwd sdk build`.
  */
 import { rm } from 'node:fs/promises'
 import { rollup } from 'rollup'
@@ -14,6 +16,9 @@ const distDir = `${sdkDir}/dist`
 const declarationsDir = `${distDir}/declarations`
 const dependencies = Object.keys(manifest.dependencies)
 const isDependency = (id: string) => dependencies.some((name) => id === name || id.startsWith(`${name}/`))
+// Modules of the platforms the server's types mention (its listener, its file reads), not the
+// client's: they stay imports, which a consumer's own platform types resolve or `skipLibCheck` passes.
+const isPlatformModule = (id: string) => id === 'bun' || id.startsWith('node:') || /^(fs|path|stream|http|url)(\/|$)/.test(id)
 
 await rm(distDir, { recursive: true, force: true })
 
@@ -33,10 +38,16 @@ const sharedDeclarations = {
   name: 'shared-declarations',
   resolveId: (id: string) => (id.startsWith(sharedPrefix) ? `${declarationsDir}/shared/${id.slice(sharedPrefix.length)}.d.ts` : null),
 }
+// The declarations of a package subpath its `exports` map names (rollup-plugin-dts reads `types` of the root only).
+const subpathDeclarations = {
+  name: 'subpath-declarations',
+  resolveId: (id: string) => (id === '@elysiajs/eden/treaty2' ? Bun.fileURLToPath(import.meta.resolve('@elysiajs/eden/treaty2').replace(/\/treaty2\.m?js$/, '/treaty2/index.d.ts')) : null),
+}
 const bundle = await rollup({
   input: `${declarationsDir}/sdk/src/index.d.ts`,
-  external: isDependency,
-  plugins: [sharedDeclarations, dts()],
+  external: (id) => isDependency(id) || isPlatformModule(id),
+  // respectExternal: the server's libraries' declarations are inlined too, not left as imports.
+  plugins: [sharedDeclarations, subpathDeclarations, dts({ respectExternal: true })],
   onwarn: (warning) => {
     throw new Error(`rolling up the declarations: ${warning.message}`)
   },
