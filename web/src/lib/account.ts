@@ -14,6 +14,9 @@ export interface AccountSession {
 
 interface AccountCalls {
   resendVerification?: () => Promise<unknown>
+  changePassword?: (params: { current_password: string; new_password: string }) => Promise<unknown>
+  requestPasswordReset?: (params: { email: string }) => Promise<unknown>
+  confirmPasswordReset?: (params: { token: string; new_password: string }) => Promise<unknown>
   listSessions?: (params?: ListParams) => Promise<ListPage<AccountSession>>
   revokeSession?: (id: string) => Promise<unknown>
 }
@@ -42,4 +45,32 @@ export function listSessions(params: ListParams = {}): Promise<ListPage<AccountS
 export function revokeSession(id: string): Promise<unknown> {
   const auth = calls()
   return auth.revokeSession ? auth.revokeSession(id) : missing('end sessions')
+}
+
+/** Changes the signed-in user's password; their other sessions end. */
+export function changePassword(params: { current_password: string; new_password: string }): Promise<unknown> {
+  const auth = calls()
+  return auth.changePassword ? auth.changePassword(params) : missing('change passwords')
+}
+
+/** Mails a password reset link to `email` when an account uses it (the answer is the same either way). */
+export function requestPasswordReset(params: { email: string }): Promise<unknown> {
+  const auth = calls()
+  return auth.requestPasswordReset ? auth.requestPasswordReset(params) : missing('reset passwords')
+}
+
+/** Sets a new password with the token of a reset mail; every session of the user ends. */
+export function confirmPasswordReset(params: { token: string; new_password: string }): Promise<unknown> {
+  const auth = calls()
+  return auth.confirmPasswordReset ? auth.confirmPasswordReset(params) : missing('reset passwords')
+}
+
+/**
+ * The token of a mailed link (`#token=...`), taken out of the address bar at once so that it is
+ * neither kept in the history nor shown to anyone looking at the screen.
+ */
+export function takeFragmentToken(): string | null {
+  const token = new URLSearchParams(location.hash.slice(1)).get('token')
+  if (location.hash) history.replaceState(history.state, '', location.pathname + location.search)
+  return token && token.trim() !== '' ? token.trim() : null
 }
