@@ -10,7 +10,7 @@ export interface LoginLimits {
   failuresBeforeBackoff: number
   /** The longest the backoff of an address makes a client that already failed for it wait after the address's last failure. */
   maxBackoffMs: number
-  /** Verification mails a user may ask to be sent again in a window. */
+  /** Mails (verification mails sent again, password resets) one account or address may ask for in a window. */
   mailsPerAccount: number
   windowMs: number
 }
@@ -130,8 +130,8 @@ export interface LoginLimiter {
   admitAttempt(ip: string | null): Promise<void>
   /** Admits a password check of `email` from `ip`, or throws 429 while the IP or the pair is locked or the address backs off a client that failed for it. */
   admitLogin(email: string, ip: string | null): Promise<LoginAttempt>
-  /** Counts a verification mail for the user, or throws 429 over the limit. */
-  admitMail(userId: string): Promise<void>
+  /** Counts a mail asked for an account (a user id, or a key such as `password_reset:<address>`), or throws 429 over the limit. */
+  admitMail(account: string): Promise<void>
 }
 
 /** The windows of this process alone: with several gateway instances a client spread across N gets up to N times the limits. */
@@ -208,7 +208,7 @@ export function pairKey(email: string, ipKey: string | null): string {
 export const attemptsRefusal = 'Too many attempts from your address'
 export const failuresRefusal = 'Too many failed logins for this account from your address'
 export const backoffRefusal = 'Failed logins for this account are being slowed down'
-export const mailsRefusal = 'Too many verification mails were asked for'
+export const mailsRefusal = 'Too many mails were asked for this account'
 
 /** Whole seconds to wait for `waitMs`, at least 1; 0 when there is nothing to wait for. */
 export function seconds(waitMs: number): number {

@@ -33,7 +33,7 @@ export interface ManagementDeps {
   ledger: LedgerReader
   /** Brute-force guards of /v1/auth/*; a limiter with the default limits when absent. */
   loginLimiter?: LoginLimiter
-  /** PUBLIC_BASE_URL, for the requests that mails show; mails carry only the token when absent. */
+  /** PUBLIC_BASE_URL, where mails link (dashboard pages, API requests); the listening address when absent (`mailBaseUrl`). */
   publicBaseUrl?: string | null
   now?: () => number
   /** Reads request bodies once the session is let in; buildApp sets it. */
@@ -67,6 +67,26 @@ export function requestOrigin(context: RequestContext, trustedProxies: AddressLi
     ip: clientIp(peer, context.request.headers.get('x-forwarded-for'), trustedProxies),
     requestId: (context.set.headers['x-request-id'] as string | undefined) ?? null,
   }
+}
+
+/** The server a request arrived on, as the mails read it. */
+interface ListeningServer {
+  url?: URL
+}
+
+/**
+ * The API's base URL that mails link under: PUBLIC_BASE_URL, else the address this gateway listens
+ * on (an unspecified one, 0.0.0.0 or ::, as localhost), null when it listens nowhere (a test's
+ * app.handle). Never the request's Host header: a client chooses it, and a reset mail would then
+ * carry the token to a server of the client's choosing.
+ */
+export function mailBaseUrl(deps: Pick<ManagementDeps, 'publicBaseUrl'>, server: ListeningServer | null | undefined): string | null {
+  if (deps.publicBaseUrl) return deps.publicBaseUrl
+  const url = server?.url
+  if (!url) return null
+  const origin = new URL(url)
+  if (origin.hostname === '0.0.0.0' || origin.hostname === '[::]') origin.hostname = 'localhost'
+  return `${origin.origin}/v1`
 }
 
 /** A signed-in user making this request. */

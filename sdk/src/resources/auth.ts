@@ -13,6 +13,12 @@ export type Me = DataOf<AuthRoutes['me']['get']>
 export type User = DataOf<AuthRoutes['signup']['post']>
 export type LoginParams = BodyOf<AuthRoutes['login']['post']>
 export type SignupParams = BodyOf<AuthRoutes['signup']['post']>
+export type ChangePasswordParams = BodyOf<AuthRoutes['password']['post']>
+export type ConfirmPasswordResetParams = BodyOf<AuthRoutes['password_reset']['confirm']['post']>
+/** A password set: whose, and how many of their sessions it ended. */
+export type PasswordChange = DataOf<AuthRoutes['password']['post']>
+/** A password reset asked for: the same answer whether or not an account has the address. */
+export type PasswordResetRequest = DataOf<AuthRoutes['password_reset']['post']>
 
 /** Where the client keeps the session it acts with. */
 export interface SessionHolder {
@@ -55,6 +61,21 @@ export class Auth {
     const revoked = await unwrap(this.api.v1.auth.logout.post(undefined, callOptions(options)))
     this.holder.accessToken = null
     return revoked
+  }
+
+  /** Changes the signed-in user's password; their other sessions end, this one goes on. */
+  changePassword(params: ChangePasswordParams, options?: RequestOptions): Promise<PasswordChange> {
+    return unwrap(this.api.v1.auth.password.post(params, callOptions(options)))
+  }
+
+  /** Asks for a password reset mail (a one-time token, valid an hour) to the address, if an account has it. */
+  requestPasswordReset(params: { email: string }, options?: RequestOptions): Promise<PasswordResetRequest> {
+    return unwrap(this.api.v1.auth.password_reset.post(params, callOptions(options)))
+  }
+
+  /** Sets a new password with the mailed reset token; every session of the account ends. */
+  confirmPasswordReset(params: ConfirmPasswordResetParams, options?: RequestOptions): Promise<PasswordChange> {
+    return unwrap(this.api.v1.auth.password_reset.confirm.post(params, callOptions(options)))
   }
 
   /** The signed-in user and their memberships. */

@@ -287,6 +287,21 @@ export const emailVerifications = pgTable(
   (table) => [index('email_verifications_user_id_index').on(table.userId)],
 )
 
+/** One-time password reset tokens (valid an hour), stored as SHA-256 hashes. */
+export const passwordResets = pgTable(
+  'password_resets',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+    usedAt: nullableTimestamp('used_at'),
+  },
+  (table) => [index('password_resets_user_id_index').on(table.userId)],
+)
+
 /** Mail the gateway sends: delivered over SMTP when configured, otherwise kept here and logged. */
 export const mailOutbox = pgTable('mail_outbox', {
   id: text('id').primaryKey(),

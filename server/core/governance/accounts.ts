@@ -10,6 +10,9 @@ export const sessionLifetimeMs = 12 * 60 * 60 * 1000
 /** One-time e-mail verification tokens: a prefix of their own, so one is never mistaken for a session. */
 export const verificationTokenPrefix = 'ngv_'
 export const verificationLifetimeMs = 24 * 60 * 60 * 1000
+/** One-time password reset tokens: a prefix of their own too, and an hour to use one. */
+export const passwordResetTokenPrefix = 'ngr_'
+export const passwordResetLifetimeMs = 60 * 60 * 1000
 
 export function looksLikeSessionToken(token: string): boolean {
   return token.startsWith(sessionTokenPrefix)
@@ -107,6 +110,12 @@ export interface FailedLogin {
   userAgent: string | null
 }
 
+/** A password set: whose, and how many of their sessions it ended. */
+export interface PasswordChange {
+  user: UserRecord
+  sessionsRevoked: number
+}
+
 export interface AccountStore {
   /**
    * Throws 409 conflict when the e-mail address is taken. `actor` is who created the account; for
@@ -130,6 +139,23 @@ export interface AccountStore {
    * null when the token is unknown, used or expired at `now`, or its user was deleted.
    */
   verifyEmail(tokenHash: string, now: Date, source: RequestSource): Promise<UserRecord | null>
+  /**
+   * Records that a password reset was asked for `email`: audited `password_reset.requested` on the
+   * platform and in each organization of `user` (null when no account has the address), with the
+   * token's hash stored when there is a `reset` to mail.
+   */
+  recordPasswordResetRequest(input: { email: string; user: UserRecord | null; reset: { tokenHash: string; expiresAt: Date } | null; source: RequestSource }): Promise<void>
+  /**
+   * Spends a reset token: sets the password hash, ends every session of its user and spends the
+   * user's other reset tokens (audited `password_reset.completed`); null when the token is unknown,
+   * used or expired at `now`, or its user was deleted.
+   */
+  resetPassword(input: { tokenHash: string; passwordHash: string; now: Date; source: RequestSource }): Promise<PasswordChange | null>
+  /**
+   * Sets a signed-in user's password hash, ends their other sessions (all but `keepSessionId`) and
+   * spends their reset tokens (audited `password.changed`).
+   */
+  changePassword(input: { userId: string; passwordHash: string; keepSessionId: string }, actor: AuditActor): Promise<PasswordChange>
   /** The user's sessions neither revoked nor expired at `now`, newest first, after the session `after`. */
   listActiveSessions(query: { userId: string; now: Date; after?: string; limit: number }): Promise<{ sessions: SessionRecord[]; hasMore: boolean }>
   /**

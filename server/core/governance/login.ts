@@ -1,6 +1,7 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { LoginLimiter } from '../login-limiter'
-import { generateSecretToken, normalizeEmail, sessionLifetimeMs, sessionTokenPrefix, userActor, type AccountStore, type RequestSource, type UserRecord } from './accounts'
+import type { AuditActor } from './audit'
+import { generateSecretToken, normalizeEmail, sessionLifetimeMs, sessionTokenPrefix, userActor, type AccountStore, type PasswordChange, type RequestSource, type UserRecord } from './accounts'
 
 export interface LoginDeps {
   accounts: AccountStore
@@ -57,11 +58,25 @@ export async function logIn(deps: LoginDeps, input: { email: string; password: s
 
 /**
  * Asks a signed-in user for their password again before a destructive change; wrong answers count
- * against the address and the client IP like failed logins.
+ * against the address and the client IP like failed logins. `param` names the field it came in.
  */
-export async function confirmPassword(deps: LoginDeps, user: UserRecord, password: string, ip: string | null): Promise<void> {
+export async function confirmPassword(deps: LoginDeps, user: UserRecord, password: string, ip: string | null, param = 'password'): Promise<void> {
   const attempt = await deps.limiter.admitLogin(user.email, ip)
   const found = await deps.accounts.findCredentials(user.email)
   if (await verifyPassword(password, found?.passwordHash ?? null)) return attempt.succeeded()
-  throw new GatewayError('invalid_credentials', 'The password is not correct.', 'password')
+  throw new GatewayError('invalid_credentials', 'The password is not correct.', param)
+}
+
+/**
+ * Changes a signed-in user's password: the current one is checked under the login limits, and
+ * every other session of the user ends (a session someone else opened with the old password
+ * among them); the one making the change goes on.
+ */
+export async function changePassword(
+  deps: LoginDeps,
+  input: { user: UserRecord; sessionId: string; currentPassword: string; newPassword: string; actor: AuditActor },
+): Promise<PasswordChange> {
+  await confirmPassword(deps, input.user, input.currentPassword, input.actor.ip, 'current_password')
+  const passwordHash = await Bun.password.hash(input.newPassword, 'argon2id')
+  return deps.accounts.changePassword({ userId: input.user.id, passwordHash, keepSessionId: input.sessionId }, input.actor)
 }

@@ -1,6 +1,7 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import type { MailMessage } from '../mail'
 import type { AuditActor } from './audit'
+import { apiRequestLine, dashboardLink } from './mail-links'
 import type { Page, PageQuery } from './pages'
 import { can, requirePermission, type MembershipRole } from './roles'
 
@@ -61,20 +62,18 @@ export interface InviteRecord {
   revokedAt: number | null
 }
 
-/** The mail that carries an invite token, with the request that spends it (as the verification mail shows it). */
+/** The mail that carries an invite token: the dashboard page that accepts it, and the request that does (as the verification mail shows them). */
 export function invitationMail(input: { invite: InviteRecord; token: string; organizationName: string; inviter: string; publicBaseUrl: string | null }): MailMessage {
   const { invite, token, publicBaseUrl } = input
-  const body = JSON.stringify({ token })
-  const how = publicBaseUrl
-    ? `curl -X POST ${publicBaseUrl.replace(/\/+$/, '')}/invites/accept -H 'Authorization: Bearer <your access token>' -H 'Content-Type: application/json' -d '${body}'`
-    : `POST /v1/invites/accept, signed in, with the body ${body}`
+  const link = dashboardLink(publicBaseUrl, '/invite', token)
+  const how = apiRequestLine(publicBaseUrl, '/invites/accept', JSON.stringify({ token }), ['Authorization: Bearer <your access token>'])
   return {
     to: invite.email,
     subject: `You are invited to ${input.organizationName} on nilegate`,
     text:
       `${input.inviter} invited you to join the organization "${input.organizationName}" as ${invite.role}. ` +
-      `Sign in (or sign up) as ${invite.email}, then accept with this one-time token, valid until ${new Date(invite.expiresAt).toUTCString()}:\n\n  ${token}\n\n` +
-      `Send it with:\n\n  ${how}\n\nIf you did not expect this invitation, ignore this message.\n`,
+      `Open this link, valid until ${new Date(invite.expiresAt).toUTCString()}, and sign in (or sign up) as ${invite.email} to accept:\n\n  ${link}\n\n` +
+      `Or accept with the API, signed in, sending the one-time token yourself:\n\n  ${how}\n\nIf you did not expect this invitation, ignore this message.\n`,
     secrets: [token],
   }
 }

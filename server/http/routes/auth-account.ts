@@ -1,14 +1,22 @@
 import { Elysia, t } from 'elysia'
 import { GatewayError } from '@nilegate/shared/errors'
-import type { SessionRecord, UserRecord } from '../../core/governance/accounts'
+import type { PasswordChange, SessionRecord, UserRecord } from '../../core/governance/accounts'
 import { sendVerificationMail, type VerificationDeps } from '../../core/governance/email-verification'
-import { confirmPassword, type LoginDeps } from '../../core/governance/login'
+import { changePassword, confirmPassword, type LoginDeps } from '../../core/governance/login'
 import { idempotent } from '../idempotency'
-import { arrivedOverHttps, sessionAuth, sessionCookie, type ManagementDeps } from '../management'
+import { arrivedOverHttps, mailBaseUrl, sessionAuth, sessionCookie, type ManagementDeps } from '../management'
 import { ListQuery, listObject, pageQuery } from '../management-fields'
 
 /** What the auth routes share: the account store, the brute-force guards, the mailer and the clock. */
 export type AuthDeps = LoginDeps & VerificationDeps
+
+/** The password policy of sign-up, resets and changes. */
+export const NewPassword = t.String({ minLength: 8, maxLength: 200, error: 'must be 8 to 200 characters' })
+
+/** A password set, as the API shows it: whose, and how many of their sessions it ended. */
+export function passwordChangeObject(change: PasswordChange) {
+  return { object: 'password_change' as const, user_id: change.user.id, sessions_revoked: change.sessionsRevoked }
+}
 
 /** A user as the API shows it. */
 export function userObject(user: UserRecord) {
@@ -32,6 +40,7 @@ function revokedObject(sessionId: string) {
 }
 
 const DeleteAccount = t.Object({ password: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
+const ChangePassword = t.Object({ current_password: t.String({ minLength: 1, maxLength: 200 }), new_password: NewPassword }, { additionalProperties: false })
 
 /** The parts of a context that clearing the session cookie reads. */
 interface CookieContext {
@@ -54,11 +63,20 @@ export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
       clearSessionCookie({ request, server, set })
       return revokedObject(principal.sessionId)
     })
-    .post('/v1/auth/verify_email/resend', ({ principal, request, set }) =>
+    .post(
+      '/v1/auth/password',
+      async ({ principal, body }) => {
+        // No Idempotency-Key: its record would keep a fingerprint of both passwords.
+        const changed = await changePassword(auth, { user: principal.user, sessionId: principal.sessionId, currentPassword: body.current_password, newPassword: body.new_password, actor: principal.actor })
+        return passwordChangeObject(changed)
+      },
+      { body: ChangePassword },
+    )
+    .post('/v1/auth/verify_email/resend', ({ principal, request, server, set }) =>
       idempotent(deps.governance.idempotency, { request, body: null, set, scope: principal.user.id }, async () => {
         if (principal.user.emailVerified) throw new GatewayError('conflict', 'Your e-mail address is already verified.')
         await auth.limiter.admitMail(principal.user.id)
-        const { expiresAt } = await sendVerificationMail(auth, principal.user)
+        const { expiresAt } = await sendVerificationMail(auth, principal.user, mailBaseUrl(deps, server))
         set.status = 202
         return { object: 'email_verification' as const, email: principal.user.email, expires_at: Math.floor(expiresAt.getTime() / 1000) }
       }),

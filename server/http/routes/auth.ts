@@ -4,13 +4,14 @@ import { hashApiKey } from '../../core/api-keys'
 import { isEmailAddress, normalizeEmail } from '../../core/governance/accounts'
 import { sendVerificationMail } from '../../core/governance/email-verification'
 import { logIn } from '../../core/governance/login'
+import { confirmPasswordReset, requestPasswordReset } from '../../core/governance/password-reset'
 import { InProcessLoginLimiter } from '../../core/login-limiter'
-import { arrivedOverHttps, csrfTokenFor, requestOrigin, sessionCookie, type ManagementDeps } from '../management'
+import { arrivedOverHttps, csrfTokenFor, mailBaseUrl, requestOrigin, sessionCookie, type ManagementDeps } from '../management'
 import type { RouteTable } from '../plugins/error-handler'
-import { accountRoutes, userObject, type AuthDeps } from './auth-account'
+import { accountRoutes, NewPassword, passwordChangeObject, userObject, type AuthDeps } from './auth-account'
 
 export const authRouteTable: RouteTable = [
-  { pattern: /^\/v1\/auth\/(signup|login|logout|verify_email|verify_email\/resend)\/?$/, methods: ['POST'] },
+  { pattern: /^\/v1\/auth\/(signup|login|logout|verify_email|verify_email\/resend|password|password_reset|password_reset\/confirm)\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/auth\/me\/?$/, methods: ['GET', 'DELETE'] },
   { pattern: /^\/v1\/auth\/sessions\/?$/, methods: ['GET'] },
   { pattern: /^\/v1\/auth\/sessions\/[^/]+\/?$/, methods: ['DELETE'] },
@@ -21,12 +22,14 @@ const maxUserAgentLength = 512
 const SignUp = t.Object(
   {
     email: t.String({ minLength: 3, maxLength: 254 }),
-    password: t.String({ minLength: 8, maxLength: 200, error: 'must be 8 to 200 characters' }),
+    password: NewPassword,
     name: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
   },
   { additionalProperties: false },
 )
 const VerifyEmail = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
+const PasswordReset = t.Object({ email: t.String({ minLength: 1, maxLength: 254 }) }, { additionalProperties: false })
+const PasswordResetConfirm = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }), new_password: NewPassword }, { additionalProperties: false })
 const LogIn = t.Object(
   {
     email: t.String({ minLength: 1, maxLength: 254 }),
@@ -66,7 +69,7 @@ export function authRoutes(deps: ManagementDeps) {
         // Argon2 is slow on purpose: hash before the transaction, not inside it.
         const passwordHash = await Bun.password.hash(body.password, 'argon2id')
         const user = await auth.accounts.createUser({ email, name: body.name?.trim() || null, passwordHash, emailVerified: false }, source)
-        await sendVerificationMail(auth, user)
+        await sendVerificationMail(auth, user, mailBaseUrl(deps, server))
         set.status = 201
         return userObject(user)
       },
@@ -105,6 +108,23 @@ export function authRoutes(deps: ManagementDeps) {
         return { ...session, access_token: login.token, token_type: 'bearer' as const }
       },
       { body: LogIn },
+    )
+    .post(
+      '/v1/auth/password_reset',
+      async ({ body, request, server, set }) => {
+        const requested = await requestPasswordReset(auth, { email: body.email, source: requestOrigin({ request, server, set }, deps.trustedProxies), baseUrl: mailBaseUrl(deps, server) })
+        set.status = 202
+        return { object: 'password_reset' as const, email: requested.email, expires_at: Math.floor(requested.expiresAt.getTime() / 1000) }
+      },
+      { body: PasswordReset },
+    )
+    .post(
+      '/v1/auth/password_reset/confirm',
+      async ({ body, request, server, set }) => {
+        const changed = await confirmPasswordReset(auth, { token: body.token, newPassword: body.new_password, source: requestOrigin({ request, server, set }, deps.trustedProxies) })
+        return passwordChangeObject(changed)
+      },
+      { body: PasswordResetConfirm },
     )
     .use(accountRoutes(deps, auth))
 }

@@ -17,7 +17,7 @@ import {
 import { membershipRoles } from '../../core/governance/roles'
 import { formatEgp } from '../../core/money'
 import { idempotent } from '../idempotency'
-import { authorize, orgAccess, requireVerifiedEmail, sessionAuth, type ManagementDeps, type OrgScope } from '../management'
+import { authorize, mailBaseUrl, orgAccess, requireVerifiedEmail, sessionAuth, type ManagementDeps, type OrgScope } from '../management'
 import { ListQuery, listObject, pageQuery } from '../management-fields'
 import type { RouteTable } from '../plugins/error-handler'
 
@@ -204,7 +204,7 @@ function inviteRoutes(deps: ManagementDeps) {
     })
     .post(
       '/v1/organization/invites',
-      ({ body, org, principal, request, set }) => {
+      ({ body, org, principal, request, server, set }) => {
         authorize(org, 'members.manage')
         requireMayGrant(org.role, body.role)
         return idempotent(deps.governance.idempotency, { request, body, set, scope: principal.user.id }, async () => {
@@ -217,7 +217,7 @@ function inviteRoutes(deps: ManagementDeps) {
             principal.actor,
           )
           try {
-            await deps.mailer.send(invitationMail({ invite, token: secret, organizationName: organization.name, inviter: principal.user.name ?? principal.user.email, publicBaseUrl: deps.publicBaseUrl ?? null }))
+            await deps.mailer.send(invitationMail({ invite, token: secret, organizationName: organization.name, inviter: principal.user.name ?? principal.user.email, publicBaseUrl: mailBaseUrl(deps, server) }))
           } catch (error) {
             // An invite whose token nobody received would only block inviting the address again.
             console.error('sending an invitation failed', error)

@@ -1,12 +1,12 @@
 import { GatewayError } from '@nilegate/shared/errors'
 import { and, asc, desc, eq, gt, inArray, isNull, ne, sql } from 'drizzle-orm'
 import { newId } from '../../../core/api-keys'
-import { normalizeEmail, userActor, verificationTokenPrefix, type AccountStore, type UserRecord } from '../../../core/governance/accounts'
+import { normalizeEmail, passwordResetTokenPrefix, userActor, verificationTokenPrefix, type AccountStore, type UserRecord } from '../../../core/governance/accounts'
 import { inviteTokenPrefix } from '../../../core/governance/organizations'
 import { redactionMarker } from '../../../core/mail'
 import type { AuditActor, AuditEntry } from '../../../core/governance/audit'
 import type { Drizzle } from '../drizzle'
-import { emailVerifications, mailOutbox, memberships, organizations, sessions, users } from '../schema'
+import { emailVerifications, mailOutbox, memberships, organizations, passwordResets, sessions, users } from '../schema'
 import { appendAudit, isUniqueViolation, unixSeconds } from './common'
 
 type UserRow = typeof users.$inferSelect
@@ -56,6 +56,19 @@ async function appendLoginAudit(tx: Drizzle, actor: AuditActor, userId: string |
   if (userId === null) return
   const memberOf = await tx.select({ orgId: memberships.orgId }).from(memberships).where(eq(memberships.userId, userId)).orderBy(asc(memberships.orgId))
   for (const { orgId } of memberOf) await appendAudit(tx, actor, { orgId, ...login })
+}
+
+/**
+ * Sets a user's password hash, spends their unused reset tokens and ends their open sessions but
+ * `keepSessionId`; returns how many sessions ended.
+ */
+async function replacePassword(tx: Drizzle, userId: string, passwordHash: string, now: Date, keepSessionId: string | null): Promise<number> {
+  await tx.update(users).set({ passwordHash }).where(eq(users.id, userId))
+  await tx.update(passwordResets).set({ usedAt: now }).where(and(eq(passwordResets.userId, userId), isNull(passwordResets.usedAt)))
+  const open = [eq(sessions.userId, userId), isNull(sessions.revokedAt)]
+  if (keepSessionId !== null) open.push(ne(sessions.id, keepSessionId))
+  const ended = await tx.update(sessions).set({ revokedAt: now }).where(and(...open)).returning({ id: sessions.id })
+  return ended.length
 }
 
 export function createAccountRepository(db: Drizzle): AccountStore {
@@ -132,6 +145,42 @@ export function createAccountRepository(db: Drizzle): AccountStore {
       })
     },
 
+    async recordPasswordResetRequest({ email, user, reset, source }) {
+      const actor = user ? userActor(user, source) : { type: 'user' as const, id: 'unknown', email: normalizeEmail(email), ...source }
+      await db.transaction(async (tx) => {
+        if (user && reset) await tx.insert(passwordResets).values({ userId: user.id, ...reset })
+        // No token hash, nor whether a mail went out: the owners of the user's organizations read this.
+        await appendLoginAudit(tx, actor, user?.id ?? null, { action: 'password_reset.requested', targetType: 'user', targetId: user?.id ?? 'unknown' })
+      })
+    },
+
+    async resetPassword({ tokenHash, passwordHash, now, source }) {
+      return db.transaction(async (tx) => {
+        const [spent] = await tx
+          .update(passwordResets)
+          .set({ usedAt: now })
+          .where(and(eq(passwordResets.tokenHash, tokenHash), isNull(passwordResets.usedAt), gt(passwordResets.expiresAt, now)))
+          .returning({ userId: passwordResets.userId })
+        if (!spent) return null
+        const [current] = await tx.select().from(users).where(eq(users.id, spent.userId)).for('update')
+        if (!current || current.deletedAt !== null) return null
+        const user = toUserRecord(current)
+        const sessionsRevoked = await replacePassword(tx, user.id, passwordHash, now, null)
+        await appendLoginAudit(tx, userActor(user, source), user.id, { action: 'password_reset.completed', targetType: 'user', targetId: user.id, after: { sessions_revoked: sessionsRevoked } })
+        return { user, sessionsRevoked }
+      })
+    },
+
+    async changePassword({ userId, passwordHash, keepSessionId }, actor) {
+      return db.transaction(async (tx) => {
+        const [current] = await tx.select().from(users).where(eq(users.id, userId)).for('update')
+        if (!current || current.deletedAt !== null) throw new GatewayError('user_not_found')
+        const sessionsRevoked = await replacePassword(tx, userId, passwordHash, new Date(), keepSessionId)
+        await appendLoginAudit(tx, actor, userId, { action: 'password.changed', targetType: 'user', targetId: userId, after: { sessions_revoked: sessionsRevoked } })
+        return { user: toUserRecord(current), sessionsRevoked }
+      })
+    },
+
     async listActiveSessions({ userId, now, after, limit }) {
       const conditions = [eq(sessions.userId, userId), isNull(sessions.revokedAt), gt(sessions.expiresAt, now)]
       if (after !== undefined) {
@@ -191,7 +240,7 @@ export function createAccountRepository(db: Drizzle): AccountStore {
     },
 
     async redactOutboxTokens() {
-      const token = `(${verificationTokenPrefix}|${inviteTokenPrefix})[0-9A-Za-z]{48}`
+      const token = `(${verificationTokenPrefix}|${inviteTokenPrefix}|${passwordResetTokenPrefix})[0-9A-Za-z]{48}`
       const redacted = await db
         .update(mailOutbox)
         .set({ body: sql`regexp_replace(${mailOutbox.body}, ${token}, ${redactionMarker}, 'g')` })

@@ -1,5 +1,5 @@
 import type { Operation } from '../operation'
-import { CurrentUser, EmailVerification, LoginSession, SessionList, SessionRevoked, User, UserDeleted } from '../responses/accounts'
+import { CurrentUser, EmailVerification, LoginSession, PasswordChanged, PasswordResetRequested, SessionList, SessionRevoked, User, UserDeleted } from '../responses/accounts'
 
 /** Accounts and sessions under /v1/auth/*. */
 export const accountOperations = {
@@ -26,16 +26,50 @@ export const accountOperations = {
   'POST /v1/auth/login': {
     operationId: 'logIn',
     summary: 'Log in',
-    description: 'Answers with a session token (`ngs_...`, 12 hours) for the management API. Limited to 10 failures per address and 50 attempts per client IP in any 15 minutes.',
+    description:
+      'Answers with a session token (`ngs_...`, 12 hours) for the management API. With `"session": "cookie"` (browsers) the token goes into the httpOnly, SameSite=Strict cookie `nilegate_session` instead, which management routes accept when no Authorization header is sent, and the answer carries `csrf_token`: send it as `X-CSRF-Token` with every request but GET, HEAD and OPTIONS, or get 403 `permission_denied`. Limited to 10 failures per address and 50 attempts per client IP in any 15 minutes.',
     tag: 'Auth',
     access: 'public',
     response: LoginSession,
     errors: ['invalid_credentials', 'user_disabled', 'user_not_found', 'rate_limit_exceeded'],
     example: { email: 'me@example.com', password: 'a long passphrase' },
   },
+  'POST /v1/auth/password_reset': {
+    operationId: 'requestPasswordReset',
+    summary: 'Ask for a password reset mail',
+    description:
+      'Mails a one-time token, valid an hour, to the address when an account has it; the answer is the same when none has. Limited per client IP (with sign-ups and failed logins) and to 5 per address in any 15 minutes.',
+    tag: 'Auth',
+    access: 'public',
+    status: 202,
+    response: PasswordResetRequested,
+    errors: ['rate_limit_exceeded'],
+    example: { email: 'me@example.com' },
+  },
+  'POST /v1/auth/password_reset/confirm': {
+    operationId: 'confirmPasswordReset',
+    summary: 'Set a new password with a reset token',
+    description: 'Spends the token of the reset mail and ends every session of the account. An unknown, used or expired token is 400 naming `token`. Limited per client IP.',
+    tag: 'Auth',
+    access: 'public',
+    response: PasswordChanged,
+    errors: ['rate_limit_exceeded'],
+    example: { token: 'ngr_...', new_password: 'a new long passphrase' },
+  },
+  'POST /v1/auth/password': {
+    operationId: 'changePassword',
+    summary: 'Change your password',
+    description: 'Needs the current password (wrong ones count as failed logins) and ends your other sessions; this one goes on.',
+    tag: 'Auth',
+    access: 'session',
+    response: PasswordChanged,
+    errors: ['invalid_credentials', 'rate_limit_exceeded'],
+    example: { current_password: 'a long passphrase', new_password: 'a new long passphrase' },
+  },
   'POST /v1/auth/logout': {
     operationId: 'logOut',
     summary: 'End this session',
+    description: 'A browser session also gets its cookie cleared.',
     tag: 'Auth',
     access: 'session',
     response: SessionRevoked,

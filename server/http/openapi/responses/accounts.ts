@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { literalUnion } from '@nilegate/shared/schemas/common'
 import { t } from 'elysia'
 import { membershipRoles } from '../../../core/governance/roles'
@@ -66,3 +67,17 @@ export const SessionRevoked = t.Object({ object: t.Literal('session.revoked'), i
 export const EmailVerification = t.Object({ object: t.Literal('email_verification'), email: t.String(), expires_at: unixSeconds() })
 
 export const UserDeleted = deletedObject('user.deleted')
+
+/** A password reset asked for: the same answer whether or not an account has the address. */
+export const PasswordResetRequested = t.Object({
+  object: t.Literal('password_reset'),
+  email: t.String(),
+  expires_at: unixSeconds('When a token mailed now stops working (unix seconds).'),
+})
+
+/** A password set: whose, and how many of their sessions it ended. */
+export const PasswordChanged = t.Object({
+  object: t.Literal('password_change'),
+  user_id: t.String(),
+  sessions_revoked: Type.Integer({ minimum: 0, description: 'The sessions the change ended.' }),
+})
