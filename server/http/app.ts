@@ -7,7 +7,7 @@ import { KeyUseDenialRecorder } from '../core/key-use-denials'
 import type { InferenceDeps } from '../core/inference'
 import { defaultRouter } from '../core/router'
 import type { ManagementDeps } from './management'
-import { openApiRouteTable, openApiRoutes } from './openapi'
+import { docsAssetRoutes, isDocsAssetRoute, openApiRouteTable, openApiRoutes } from './openapi'
 import { errorHandler, type RouteTable } from './plugins/error-handler'
 import { refuseUnstorableText } from './plugins/storable-text'
 import { BodyBudget, defaultShares } from './body-budget'
@@ -70,6 +70,9 @@ let requestCounter = 0
 function newRequestId(): string {
   return `${requestIdPrefix}${(++requestCounter).toString(36).padStart(8, '0')}`
 }
+
+/** Whether a route of the app is one of the API's, not a file of the dashboard or of the reference page. */
+export const isApiRoute = (route: { path: string }) => !isWebRoute(route) && !isDocsAssetRoute(route)
 
 /**
  * The routes that keep what they are sent in the database, behind the refusal of text Postgres
@@ -159,9 +162,9 @@ export function buildApp(deps: AppDeps) {
     .use(changelogRoutes(deps.catalog))
     .use(playgroundRoutes(deps, management))
     .use(managementRoutes(management, deps))
-  const built = app.use(openApiRoutes(() => app.routes.filter((route) => !isWebRoute(route)), { publicBaseUrl: management.publicBaseUrl }))
-  // The dashboard's pages join the app but not its type: they are no part of the API the SDK types.
-  built.use(webRoutes(deps.web ?? new WebBundle({ log: deps.log })))
+  const built = app.use(openApiRoutes(() => app.routes.filter(isApiRoute), { publicBaseUrl: management.publicBaseUrl }))
+  // The pages' files join the app but not its type: they are no part of the API the SDK types.
+  built.use(webRoutes(deps.web ?? new WebBundle({ log: deps.log }))).use(docsAssetRoutes())
   readingAfterAuth = routesReadingBodyAfterAuth(built.routes)
   return built
 }
