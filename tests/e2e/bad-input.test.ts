@@ -234,7 +234,8 @@ describe('routes and methods', () => {
   test.each([
     ['GET', '/v1/nope'],
     ['POST', '/v2/chat/completions'],
-    ['GET', '/'],
+    ['GET', '/v1'],
+    ['GET', '/no-such-page'],
     ['POST', '/v1/completions'],
   ])('%s %s is 404 not_found', async (method, path) => {
     expectClientError(await send(method, path, method === 'POST' ? JSON.stringify(valid) : undefined), 404, 'not_found')
