@@ -6,7 +6,8 @@ type OrganizationRoutes = ReturnType<AdminRoutes['organizations']>
 
 /** An organization as operators see it: settings, status and balance. */
 export type AdminOrganization = DataOf<AdminRoutes['organizations']['get']>['data'][number]
-export type AdminOrganizationListParams = ListParams & { status?: 'active' | 'suspended' }
+/** `q` keeps the organization with that id and those whose name contains it, in any case. */
+export type AdminOrganizationListParams = ListParams & { status?: 'active' | 'suspended'; q?: string }
 /** Plan tier, RPM ceiling, allowed models and required region; null clears a setting. */
 export type AdminOrganizationUpdateParams = BodyOf<OrganizationRoutes['post']>
 export type AdminCreditParams = BodyOf<OrganizationRoutes['credits']['post']>
@@ -33,7 +34,7 @@ export class AdminOrganizations {
 
   /** One page of them. */
   page(params: AdminOrganizationListParams = {}, options?: RequestOptions): Promise<ListPage<AdminOrganization>> {
-    return unwrap(this.api.v1.admin.organizations.get({ query: { ...listQuery(params), status: params.status }, ...callOptions(options) }))
+    return unwrap(this.api.v1.admin.organizations.get({ query: { ...listQuery(params), status: params.status, q: params.q }, ...callOptions(options) }))
   }
 
   retrieve(id: string, options?: RequestOptions): Promise<AdminOrganization> {

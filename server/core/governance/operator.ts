@@ -70,8 +70,11 @@ export interface OperatorStore {
   /** Sets users.is_operator by e-mail address (audited when it changed); null for an unknown address. */
   setOperator(email: string, isOperator: boolean, actor: AuditActor): Promise<Changed<UserRecord> | null>
 
-  /** Every organization, oldest first, optionally of one status; `after` is an organization id. */
-  listOrganizations(query: PageQuery & { status?: OrganizationRecord['status'] }): Promise<Page<OrganizationRecord>>
+  /**
+   * Every organization, oldest first, optionally of one status, and optionally matching `search`:
+   * its id exactly, or a part of its name in any case. `after` is an organization id.
+   */
+  listOrganizations(query: PageQuery & { status?: OrganizationRecord['status']; search?: string }): Promise<Page<OrganizationRecord>>
   /** Applies the settings, with one audit record per changed setting; null for an unknown organization. */
   updateOrganizationSettings(orgId: string, settings: OrganizationSettings, actor: AuditActor): Promise<Changed<OrganizationRecord> | null>
   /** Suspends or reactivates; `reason` goes into the audit record. Null for an unknown organization. */

@@ -68,7 +68,14 @@ function unbilledUsageObject(record: UnbilledUsageRecord) {
 
 const nullable = <T extends TSchema>(schema: T) => t.Union([schema, t.Null()])
 
-const ListOrganizations = t.Object({ ...ListQuery.properties, status: t.Optional(t.Union([t.Literal('active'), t.Literal('suspended')])) }, { additionalProperties: false })
+const ListOrganizations = t.Object(
+  {
+    ...ListQuery.properties,
+    status: t.Optional(t.Union([t.Literal('active'), t.Literal('suspended')])),
+    q: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Keeps the organization with this id, and those whose name contains the text in any case.' })),
+  },
+  { additionalProperties: false },
+)
 const ListUnbilledUsage = t.Object({ ...ListQuery.properties, organization_id: t.Optional(t.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false })
 const ListUsers = t.Object({ ...ListQuery.properties, email: t.Optional(t.String({ minLength: 1, maxLength: 254 })) }, { additionalProperties: false })
 const UpdateOrganization = t.Object(
@@ -157,7 +164,8 @@ export function adminRoutes(deps: ManagementDeps) {
     .get(
       '/v1/admin/organizations',
       async ({ query }) => {
-        const page = await operator.listOrganizations({ ...pageQuery(query), status: query.status })
+        const search = query.q?.trim() || undefined
+        const page = await operator.listOrganizations({ ...pageQuery(query), status: query.status, search })
         return listObject(page, page.items.map((organization) => organizationObject(organization, null)))
       },
       { query: ListOrganizations },

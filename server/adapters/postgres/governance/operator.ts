@@ -1,5 +1,5 @@
 import { GatewayError } from '@nilegate/shared/errors'
-import { and, asc, eq, isNull, sql, type SQL } from 'drizzle-orm'
+import { and, asc, eq, ilike, isNull, or, sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn, PgSelect } from 'drizzle-orm/pg-core'
 import { newId } from '../../../core/api-keys'
 import { normalizeEmail } from '../../../core/governance/accounts'
@@ -58,7 +58,9 @@ export function createOperatorRepository(db: Drizzle): OperatorStore {
       })
     },
 
-    async listOrganizations({ status, ...page }) {
+    async listOrganizations({ status, search, ...page }) {
+      // LIKE's wildcards in the text match themselves.
+      const matches = search === undefined ? undefined : or(eq(organizations.id, search), ilike(organizations.name, `%${search.replace(/[\\%_]/g, (character) => `\\${character}`)}%`))
       return readPage(
         page,
         [organizations.createdAt, organizations.id],
@@ -67,7 +69,7 @@ export function createOperatorRepository(db: Drizzle): OperatorStore {
           const rows = await db
             .select()
             .from(organizations)
-            .where(and(after, status === undefined ? undefined : eq(organizations.status, status)))
+            .where(and(after, status === undefined ? undefined : eq(organizations.status, status), matches))
             .orderBy(asc(organizations.createdAt), asc(organizations.id))
             .limit(limit)
           return rows.map(toOrganizationRecord)

@@ -12,6 +12,7 @@ export const operatorOperations = {
   'GET /v1/admin/organizations': {
     operationId: 'adminListOrganizations',
     summary: 'List every organization',
+    description: 'Oldest first. `status` keeps one status; `q` keeps the organization whose id it is and those whose name contains it, in any case.',
     tag: 'Operator',
     access: 'operator',
     response: OrganizationList,
