@@ -69,12 +69,12 @@ describe('the dashboard session', () => {
     const person = await browser.newContext(gateway.current.origin)
     const first = await person.newPage()
     await logInThroughPage(first, await tenantAccount())
-    await openScreen(first, '/projects')
+    await openScreen(first, '/')
     const second = await person.newPage()
     await openScreen(second, '/account')
 
     await logOutThroughPage(second)
-    await first.getByRole('navigation').getByRole('link', { name: /^usage$/i }).first().click()
+    await first.getByRole('navigation').getByRole('link', { name: /^projects$/i }).first().click()
 
     await first.waitForURL((url) => url.pathname === '/login')
     person.expectNoProblems()
@@ -87,7 +87,7 @@ describe('the dashboard session', () => {
     const left = await laptop.newPage()
     const right = await phone.newPage()
     await logInThroughPage(left, account)
-    await openScreen(left, '/projects')
+    await openScreen(left, '/')
     await logInThroughPage(right, account)
 
     await openScreen(right, '/account')
@@ -95,7 +95,7 @@ describe('the dashboard session', () => {
     expect(await otherSessions.count()).toBe(1)
     await otherSessions.getByRole('button', { name: /end|revoke|sign out|log out/i }).click()
     await confirmIfAsked(right, /end|revoke|sign out|log out/i, otherSessions.first())
-    await left.getByRole('navigation').getByRole('link', { name: /^usage$/i }).first().click()
+    await left.getByRole('navigation').getByRole('link', { name: /^projects$/i }).first().click()
 
     await left.waitForURL((url) => url.pathname === '/login')
     expect(right.url()).not.toContain('/login')

@@ -70,6 +70,10 @@ export function useDashboardGateway(env: Record<string, string> = {}): { readonl
     removeDataDir = dataDir.remove
     const running = await startGateway({ database: 'pglite', env: { ...env, DATA_DIR: dataDir.path } })
     stop = () => running.stop()
+    // The first page request builds the dashboard (seconds on a busy machine): pay for it here,
+    // not inside a test's step timeouts.
+    const page = await fetch(`${running.origin}/login`)
+    if (page.status !== 200) throw new Error(`GET /login answered ${page.status}: ${(await page.text()).slice(0, 1000)}\n--- the gateway printed:\n${running.output().slice(-3000)}`)
     gateway = dashboardGateway(running, dataDir.path)
   }, 60_000)
   afterAll(async () => {
