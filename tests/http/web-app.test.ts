@@ -4,7 +4,7 @@ import { Catalog } from '../../server/core/catalog'
 import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
 import { buildApp } from '../../server/http/app'
 import { dashboardContentSecurityPolicy } from '../../server/http/routes/web'
-import { failedBuildRetryMs, WebBundle, type Bundler } from '../../server/http/web-bundle'
+import { failedBuildRetryMs, WebBundle, webEntry, type Bundler } from '../../server/http/web-bundle'
 import { acceptsGzip } from '../../server/http/web-file'
 import { dashboardPaths } from '../../web/paths'
 import { createTempDir } from '../support/databases'
@@ -190,6 +190,14 @@ describe('building the dashboard', () => {
     await Bun.write(`${temp.path}/broken/main.ts`, `import { missing } from './nowhere.ts'\nconsole.log(missing`)
   })
   afterAll(() => temp.remove())
+
+  test('pulls no server code into the dashboard: it reaches the API through the SDK alone', async () => {
+    const output = await Bun.build({ entrypoints: [webEntry], target: 'browser', splitting: true, metafile: true })
+
+    const inputs = Object.keys(output.metafile!.inputs)
+    expect(inputs.filter((path) => /node_modules\/(elysia|@sinclair\/typebox|postgres|drizzle-orm|redis|@electric-sql)\//.test(path) || /^(\.\.\/)*server\//.test(path))).toEqual([])
+    expect(inputs).toContain('sdk/src/client.ts')
+  })
 
   test('puts a screen loaded with import() in its own chunk, served under /assets/', async () => {
     const app = appWith(new WebBundle({ entry: `${temp.path}/split/index.html` }))
