@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test'
-import { expectNoSeriousA11yViolations } from './support/accessibility'
 import { useBrowser } from './support/browser'
 import { useDashboardGateway } from './support/gateway'
 import { screenshot } from './support/screenshots'
 
 // GET /docs renders the API reference from the gateway alone: every request that would leave it
-// (a CDN, a validator badge, a font) is blocked and fails the test.
+// (a CDN, a validator badge, a font) is blocked and fails the test. axe is left to the dashboard's
+// own screens: the reference's markup is Swagger UI's.
 describe('the API reference at /docs', () => {
   const gateway = useDashboardGateway()
   const browser = useBrowser()
@@ -26,8 +26,7 @@ describe('the API reference at /docs', () => {
     await operation.click()
     await page.getByText('Request body').first().waitFor()
     await page.getByText('invalid_request').first().waitFor()
-    await screenshot(page, 'docs')
-    await expectNoSeriousA11yViolations(page, '/docs')
+    await screenshot(page, 'docs', { fullPage: false })
     person.expectNoProblems()
   }, 60_000)
 })
