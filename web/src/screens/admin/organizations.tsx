@@ -52,7 +52,7 @@ export function AdminOrganizationsPage() {
           <option value="active">Active</option>
           <option value="suspended">Suspended</option>
         </SelectField>
-        <div class="filters-actions">
+        <div class="form-actions">
           <Button type="submit" variant="primary">
             Search
           </Button>
@@ -63,7 +63,7 @@ export function AdminOrganizationsPage() {
         caption="Organizations"
         hideCaption
         columns={columns}
-        rows={list.items}
+       
         rowKey={(organization) => organization.id}
         empty={<EmptyState title={applied.q || applied.status ? 'No organization matches.' : 'No organizations yet.'} />}
       />
