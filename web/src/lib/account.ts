@@ -25,8 +25,8 @@ function calls(): AccountCalls {
   return accountApi().auth as unknown as AccountCalls
 }
 
-function missing(name: string): never {
-  throw new Error(`This gateway's client cannot ${name} yet.`)
+function missing(name: string): Promise<never> {
+  return Promise.reject(new Error(`This gateway's client cannot ${name} yet.`))
 }
 
 /** Mails a new verification link to the signed-in user. */

@@ -22,6 +22,12 @@ export function microsToEgp(micros: bigint): string {
   return `${sign}${magnitude / microsPerEgp}.${(magnitude % microsPerEgp).toString().padStart(6, '0')}`
 }
 
+/** An EGP amount as a person types it: "250.000000" -> "250", "99.500000" -> "99.5". */
+export function plainEgp(egp: string | null | undefined): string {
+  if (egp === null || egp === undefined) return ''
+  return egp.includes('.') ? egp.replace(/0+$/, '').replace(/\.$/, '') : egp
+}
+
 const egpFormats = new Map<string, Intl.NumberFormat>()
 
 function egpFormat(minimumFractionDigits: number, maximumFractionDigits: number): Intl.NumberFormat {
@@ -139,3 +145,6 @@ export function dateInZone(timeZone: string, daysAgo = 0, now = Date.now()): str
   const value = (type: string) => parts.find((part) => part.type === type)?.value ?? ''
   return `${value('year')}-${value('month')}-${value('day')}`
 }
+
+/** The browser's own time zone: for what concerns the person rather than the organization (sessions). */
+export const localTimeZone = Intl.DateTimeFormat().resolvedOptions().timeZone

@@ -58,7 +58,7 @@ export function DataTable<T>({ caption, hideCaption, columns, rows, rowKey, empt
 }
 
 /** A paged list's table with its loading state, error, and "Load more" button. */
-export function PagedTable<T>({ list, ...table }: DataTableProps<T> & { list: PagedList<T> }) {
+export function PagedTable<T>({ list, ...table }: Omit<DataTableProps<T>, 'rows'> & { list: PagedList<T> }) {
   const firstLoad = list.loading && list.items.length === 0
   return (
     <div class="paged-table">

@@ -23,7 +23,7 @@ export function SignupPage() {
       const session = await accountApi().auth.login({ email, password: values.password, session: 'cookie' })
       csrfToken.value = csrfTokenOf(session)
       await refreshSession()
-      navigateTo(next === '/' ? '/organizations/new' : next, true)
+      navigateTo(next, true)
     },
   })
 
