@@ -149,7 +149,7 @@ function dashboardGateway(running: RunningGateway, dataDir: string): DashboardGa
       return account
     },
     async logIn(account) {
-      const json = await expectOk(api('POST', '/auth/login', { body: account }), 'POST /v1/auth/login')
+      const json = await expectOk(api('POST', '/auth/login', { body: { email: account.email, password: account.password } }), 'POST /v1/auth/login')
       return json.access_token as string
     },
     async createOperator() {
