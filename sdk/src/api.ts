@@ -50,10 +50,19 @@ export async function unwrap<T>(pending: Promise<Answer<T>>): Promise<T> {
 export interface RequestOptions {
   /** Aborts the call (and a stream it returned), rejecting with the signal's reason. */
   signal?: AbortSignal
+  /**
+   * Sent as `Idempotency-Key` instead of the one the client makes per call: a caller that retries
+   * a POST itself (a form sent again after a failure) passes the same key, and the gateway answers
+   * the retry with the first call's answer instead of doing it twice.
+   */
+  idempotencyKey?: string
 }
 
 /** Eden's per-call options from ours. */
-export const callOptions = (options: RequestOptions = {}) => ({ fetch: { signal: options.signal } })
+export const callOptions = (options: RequestOptions = {}) => ({
+  fetch: { signal: options.signal },
+  ...(options.idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': options.idempotencyKey } }),
+})
 
 /** One path segment: model ids contain '/', which travels as %2F. */
 export const segment = (value: string) => encodeURIComponent(value)
