@@ -27,11 +27,11 @@ describe('a reader in the dashboard', () => {
     await logInThroughPage(ownerPage, tenant)
 
     await openScreen(ownerPage, '/members')
-    await ownerPage.getByRole('button', { name: /invite/i }).first().click()
-    await ownerPage.getByLabel(/e-?mail/i).fill(readerAccount.email)
-    await ownerPage.getByLabel(/^role/i).selectOption('reader')
-    await ownerPage.getByRole('button', { name: /^(send )?invit(e|ation)|^send/i }).last().click()
-    await ownerPage.getByText(readerAccount.email).first().waitFor()
+    const invite = ownerPage.getByRole('form', { name: /invite/i })
+    await invite.getByLabel(/e-?mail/i).fill(readerAccount.email)
+    await invite.getByLabel(/^role$/i).selectOption('reader')
+    await invite.getByRole('button', { name: /^(send )?invit(e|ation)|^send/i }).click()
+    await ownerPage.getByRole('row').filter({ hasText: readerAccount.email }).first().waitFor()
 
     const reader = await browser.newContext(gateway.current.origin)
     const page = await reader.newPage()
