@@ -1,4 +1,5 @@
 import { callOptions, segment, unwrap, type BodyOf, type DataOf, type GatewayApi, type RequestOptions, type Routes } from '../api'
+import type { ModelList } from '@nilegate/shared/schemas/models'
 import { listQuery, paginate, type ListPage, type ListParams } from '../pagination'
 
 type AdminRoutes = Routes['admin']
@@ -108,9 +109,14 @@ export class AdminUnbilledUsage {
   }
 }
 
-/** Model retirements: scheduling one, and taking a stored one back. */
+/** The whole catalog, and model retirements: scheduling one, and taking a stored one back. */
 export class AdminModels {
   constructor(private readonly api: GatewayApi) {}
+
+  /** Every model of the catalog, retired ones included. */
+  list(options?: RequestOptions): Promise<ModelList> {
+    return unwrap(this.api.v1.admin.models.get(callOptions(options)))
+  }
 
   /** Retires the model on `retires_on` (YYYY-MM-DD), naming its replacement; answers the model as it now is. */
   retire(id: string, params: ModelRetirementParams, options?: RequestOptions) {

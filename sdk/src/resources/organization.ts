@@ -1,6 +1,7 @@
 import { callOptions, unwrap, type BodyOf, type GatewayApi, type RequestOptions, type Routes } from '../api'
 import { AuditLogs } from './audit-logs'
 import { OrganizationInvites, OrganizationUsers } from './members'
+import { OrganizationModels } from './organization-models'
 import type { Organization } from './organizations'
 import { Projects } from './projects'
 import { OrganizationBalance, OrganizationUsage } from './usage'
@@ -9,7 +10,7 @@ export type OrganizationUpdateParams = BodyOf<Routes['organization']['post']>
 
 /**
  * The organization the client acts on (its `organization` option, or the user's first) under
- * /v1/organization: its settings, projects and keys, members, invites, usage, balance and audit trail.
+ * /v1/organization: its settings, projects and keys, members, invites, usage, balance, audit trail and catalog.
  */
 export class OrganizationResource {
   readonly projects: Projects
@@ -18,6 +19,7 @@ export class OrganizationResource {
   readonly usage: OrganizationUsage
   readonly balance: OrganizationBalance
   readonly auditLogs: AuditLogs
+  readonly models: OrganizationModels
 
   constructor(private readonly api: GatewayApi) {
     this.projects = new Projects(api)
@@ -26,6 +28,7 @@ export class OrganizationResource {
     this.usage = new OrganizationUsage(api)
     this.balance = new OrganizationBalance(api)
     this.auditLogs = new AuditLogs(api)
+    this.models = new OrganizationModels(api)
   }
 
   retrieve(options?: RequestOptions): Promise<Organization> {

@@ -22,6 +22,7 @@ export const adminRouteTable: RouteTable = [
   { pattern: /^\/v1\/admin\/users\/?$/, methods: ['GET'] },
   { pattern: /^\/v1\/admin\/unbilled_usage\/?$/, methods: ['GET'] },
   { pattern: /^\/v1\/admin\/users\/[^/]+\/(disable|enable)\/?$/, methods: ['POST'] },
+  { pattern: /^\/v1\/admin\/models\/?$/, methods: ['GET'] },
   { pattern: /^\/v1\/admin\/models\/.+\/retire\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/admin\/models\/.+\/retirement\/?$/, methods: ['DELETE'] },
 ]
@@ -264,6 +265,8 @@ export function adminRoutes(deps: ManagementDeps) {
         }),
       { body: NoFields },
     )
+    // The whole catalog, retired models and those no organization may use included.
+    .get('/v1/admin/models', () => ({ object: 'list' as const, data: deps.catalog.models.map(toModelObject) }))
     .post(
       '/v1/admin/models/*',
       ({ params, body, principal, request, set }) =>

@@ -1,5 +1,5 @@
 import type { Operation } from '../operation'
-import { Model } from '../responses/inference'
+import { Model, ModelList } from '../responses/inference'
 import { AdminUser, AdminUserList, Credit, ModelRetirementDeleted, UnbilledUsageList } from '../responses/operator'
 import { Organization, OrganizationList } from '../responses/organizations'
 
@@ -113,6 +113,14 @@ export const operatorOperations = {
     params: userId,
     response: AdminUser,
     errors: ['not_found'],
+  },
+  'GET /v1/admin/models': {
+    operationId: 'adminListModels',
+    summary: 'List the whole catalog',
+    description: 'Every model, retired ones and those no organization may use included, with its retirement date and replacement.',
+    tag: 'Operator',
+    access: 'operator',
+    response: ModelList,
   },
   'POST /v1/admin/models/*': {
     operationId: 'adminRetireModel',

@@ -9,12 +9,33 @@ import {
   OrganizationUserDeleted,
   OrganizationUserList,
 } from '../responses/organizations'
+import { Model, ModelList } from '../responses/inference'
 
 const userId = { user_id: 'The user id.' }
 const inviteId = { invite_id: 'The invite id.' }
 
 /** Organizations, their settings, members and invites. */
 export const organizationOperations = {
+  'GET /v1/organization/models': {
+    operationId: 'listOrganizationModels',
+    summary: "The organization's catalog",
+    description:
+      "The models the organization's allow-list lets it use, narrowed to the enabled models of the project named by `OpenAI-Project`; retired ones included (`status`, `shutdown_date`, `replacement`). What a signed-in member reads where a key reads GET /v1/models.",
+    tag: 'Models',
+    access: 'member',
+    response: ModelList,
+  },
+  'GET /v1/organization/models/*': {
+    operationId: 'retrieveOrganizationModel',
+    summary: "A model of the organization's catalog",
+    description: 'A model the organization (or the `OpenAI-Project` project) may not use is 404, as one that does not exist.',
+    tag: 'Models',
+    access: 'member',
+    path: '/v1/organization/models/{model}',
+    params: { model: "The model id. Ids contain '/', which may be sent raw or percent-encoded as %2F." },
+    response: Model,
+    errors: ['invalid_request', 'not_found'],
+  },
   'GET /v1/organizations': {
     operationId: 'listOrganizations',
     summary: 'List your organizations',
