@@ -23,6 +23,8 @@ export type PasswordResetRequest = DataOf<AuthRoutes['password_reset']['post']>
 /** Where the client keeps the session it acts with. */
 export interface SessionHolder {
   accessToken: string | null
+  /** The CSRF token of a cookie session; one given as a function is the application's, and left alone. */
+  csrfToken?: string | null | (() => string | null | undefined)
 }
 
 /** Accounts and sessions under /v1/auth. */
@@ -53,6 +55,7 @@ export class Auth {
   async login(params: LoginParams, options?: RequestOptions): Promise<Session | CookieSession> {
     const session = await unwrap(this.api.v1.auth.login.post(params, callOptions(options)))
     this.holder.accessToken = session.token_type === 'bearer' ? session.access_token : null
+    this.keepCsrfToken(session.token_type === 'cookie' ? session.csrf_token : null)
     return session
   }
 
@@ -60,6 +63,7 @@ export class Auth {
   async logout(options?: RequestOptions): Promise<DataOf<AuthRoutes['logout']['post']>> {
     const revoked = await unwrap(this.api.v1.auth.logout.post(undefined, callOptions(options)))
     this.holder.accessToken = null
+    this.keepCsrfToken(null)
     return revoked
   }
 
@@ -78,8 +82,14 @@ export class Auth {
     return unwrap(this.api.v1.auth.password_reset.confirm.post(params, callOptions(options)))
   }
 
-  /** The signed-in user and their memberships. */
-  me(options?: RequestOptions): Promise<Me> {
-    return unwrap(this.api.v1.auth.me.get(callOptions(options)))
+  /** The signed-in user and their memberships; on a cookie session, the CSRF token too, which the client then sends. */
+  async me(options?: RequestOptions): Promise<Me> {
+    const me = await unwrap(this.api.v1.auth.me.get(callOptions(options)))
+    if (me.csrf_token !== undefined) this.keepCsrfToken(me.csrf_token)
+    return me
+  }
+
+  private keepCsrfToken(token: string | null): void {
+    if (typeof this.holder.csrfToken !== 'function') this.holder.csrfToken = token
   }
 }
