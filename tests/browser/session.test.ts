@@ -91,6 +91,7 @@ describe('the dashboard session', () => {
     await logInThroughPage(right, account)
 
     await openScreen(right, '/account')
+    await right.getByRole('row').filter({ hasText: /current|this (session|device|browser)/i }).waitFor()
     const otherSessions = right.getByRole('row').filter({ has: right.getByRole('button', { name: /end|revoke|sign out|log out/i }) }).filter({ hasNotText: /current|this (session|device|browser)/i })
     expect(await otherSessions.count()).toBe(1)
     await otherSessions.getByRole('button', { name: /end|revoke|sign out|log out/i }).click()
