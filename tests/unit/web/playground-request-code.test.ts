@@ -14,8 +14,11 @@ const settings = (changes: Partial<DraftSettings> = {}): DraftSettings => ({
 })
 
 describe('buildRequest', () => {
-  test('sends only the settings that were typed, as numbers, streamed with usage', () => {
-    const built = buildRequest(settings({ temperature: '0.7', max_tokens: '64', seed: '-3', stop: 'END\n###' }), [{ role: 'user', content: 'مرحبا' }])
+  test('sends only the settings and messages that were written, numbers as numbers, streamed with usage', () => {
+    const built = buildRequest(settings({ temperature: '0.7', max_tokens: '64', seed: '-3', stop: 'END\n###' }), [
+      { role: 'system', content: '  ' },
+      { role: 'user', content: 'مرحبا' },
+    ])
 
     expect(built).toEqual({
       request: {

@@ -1,7 +1,7 @@
 import { useRef, useState } from 'preact/hooks'
 import { accountApi, reportError, type ApiProblem } from '../../lib/api'
 import { formatDateTime, formatEgp } from '../../lib/format'
-import type { AdminCredit, AdminOrganization, RequestOptions } from '../../lib/sdk'
+import type { AdminCredit, AdminOrganization } from '../../lib/sdk'
 import { Button, DataTable, Dialog, ErrorAlert, Section, TextAreaField, TextField } from '../../ui'
 import { parseCreditAmount, type CreditAmount } from './credit-amount'
 
@@ -46,8 +46,7 @@ export function CreditForm({ organization, credits, onCredited }: { organization
     setSending(true)
     setProblem(null)
     try {
-      const options: RequestOptions & { idempotencyKey: string } = { idempotencyKey: credit.idempotencyKey }
-      const answer = await accountApi().admin.organizations.credit(organization.id, { amount_egp: credit.amount.decimal, note: credit.note }, options)
+      const answer = await accountApi().admin.organizations.credit(organization.id, { amount_egp: credit.amount.decimal, note: credit.note }, { idempotencyKey: credit.idempotencyKey })
       pending.current = null
       setConfirming(null)
       setAmountText('')

@@ -5,6 +5,7 @@ import type { ModelObject, UnbilledUsage } from '../../lib/sdk'
 import { cursorPage, usePagedList, useResource } from '../../lib/use-resource'
 import { Badge, Button, ConfirmDialog, DataTable, Dialog, EmptyState, ErrorAlert, Form, PageHeader, PagedTable, Section, SelectField, Skeleton, SuccessAlert, TextField, statusTone, useForm, type Column } from '../../ui'
 import { listAllModels } from '../models/catalog'
+import { modelPath } from '../models/lifecycle'
 import { localTimeZone, OperatorGate } from './operator-gate'
 
 /** Operators: the catalog's lifecycle (retire a model on a date, naming its replacement) and the usage upstreams reported beyond holds. */
@@ -18,7 +19,7 @@ export function AdminModelsPage() {
   const replaced = (next: ModelObject) => catalog.setData((current) => current?.map((model) => (model.id === next.id ? next : model)))
 
   const columns: Column<ModelObject>[] = [
-    { header: 'Model', cell: (model) => <a href={`/models/${model.id.split('/').map(encodeURIComponent).join('/')}`}>{model.id}</a> },
+    { header: 'Model', cell: (model) => <a href={modelPath(model.id)}>{model.id}</a> },
     { header: 'Modality', cell: (model) => model.modality },
     { header: 'Status', cell: (model) => <Badge tone={model.status === 'Live' && model.shutdown_date ? 'warning' : statusTone(model.status)}>{model.status === 'Live' && model.shutdown_date ? 'Live, retiring' : model.status}</Badge> },
     { header: 'Retires on', cell: (model) => model.shutdown_date ?? '—' },

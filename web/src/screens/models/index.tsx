@@ -1,11 +1,4 @@
-import { PageHeader } from '../../ui'
+import './models.css'
 
-/** The model catalog. */
-export function ModelsPage() {
-  return <PageHeader title="Models" />
-}
-
-/** One model of the catalog. */
-export function ModelPage({ id }: { id: string }) {
-  return <PageHeader title={id} />
-}
+export { ModelPage } from './model-page'
+export { ModelsPage } from './models-page'

@@ -1,6 +1,3 @@
-import { PageHeader } from '../../ui'
+import './playground.css'
 
-/** The playground: try a model with the signed-in session. */
-export function PlaygroundPage() {
-  return <PageHeader title="Playground" />
-}
+export { PlaygroundPage } from './playground-page'

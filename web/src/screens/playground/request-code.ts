@@ -61,12 +61,16 @@ function rangeText(setting: (typeof numberSettings)[number]): string {
   return `a number from ${setting.min} to ${setting.max}`
 }
 
-/** The request the draft makes, or what is wrong with it (each problem at its field). */
+/**
+ * The request the draft makes, or what is wrong with it (each problem at its field). Messages left
+ * blank are not sent: an empty system message says nothing.
+ */
 export function buildRequest(settings: DraftSettings, messages: DraftMessage[]): { request: PlaygroundRequest } | { problems: SettingProblem[] } {
   const problems: SettingProblem[] = []
-  const request: PlaygroundRequest = { model: settings.model, messages: messages.map(({ role, content }) => ({ role, content })), stream: true, stream_options: { include_usage: true } }
+  const written = messages.filter((message) => message.content.trim() !== '').map(({ role, content }) => ({ role, content }))
+  const request = { model: settings.model, messages: written } as PlaygroundRequest
   if (settings.model === '') problems.push({ param: 'model', message: 'Choose a model.' })
-  if (messages.length === 0 || messages.every((message) => message.content.trim() === '')) problems.push({ param: 'messages', message: 'Write at least one message.' })
+  if (written.length === 0) problems.push({ param: 'messages', message: 'Write at least one message.' })
   for (const setting of numberSettings) {
     const text = settings[setting.param].trim()
     if (text === '') continue
@@ -81,7 +85,11 @@ export function buildRequest(settings: DraftSettings, messages: DraftMessage[]):
   if (stops.length > 4) problems.push({ param: 'stop', message: 'Give at most 4 stop sequences, one a line.' })
   else if (stops.length === 1) request.stop = stops[0]
   else if (stops.length > 1) request.stop = stops
-  return problems.length > 0 ? { problems } : { request }
+  if (problems.length > 0) return { problems }
+  // Last, so that the settings read first in the code shown.
+  request.stream = true
+  request.stream_options = { include_usage: true }
+  return { request }
 }
 
 /** `text` inside single quotes for a POSIX shell. */
