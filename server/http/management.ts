@@ -152,6 +152,23 @@ export function sessionCookie(token: string, maxAgeS: number, secure: boolean): 
   return `${sessionCookieName}=${token}; Path=/v1; Max-Age=${Math.max(0, Math.floor(maxAgeS))}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`
 }
 
+/**
+ * Whether a request came from a page of the gateway's own origin, as far as the browser says:
+ * `Sec-Fetch-Site`, else `Origin` against `Host` (neither of which a page of another site can set).
+ * A client that is no browser sends neither, and is let through.
+ */
+export function isSameOriginRequest(request: Request): boolean {
+  const site = request.headers.get('sec-fetch-site')
+  if (site !== null) return site === 'same-origin' || site === 'none'
+  const origin = request.headers.get('origin')
+  if (origin === null) return true
+  try {
+    return new URL(origin).host === (request.headers.get('host') ?? new URL(request.url).host)
+  } catch {
+    return false
+  }
+}
+
 /** Where a management request's session token came from. */
 function sessionTokenOf(request: Request): { token: string; viaCookie: boolean } {
   const authorization = request.headers.get('authorization')

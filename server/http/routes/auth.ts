@@ -6,7 +6,7 @@ import { sendVerificationMail } from '../../core/governance/email-verification'
 import { logIn } from '../../core/governance/login'
 import { confirmPasswordReset, requestPasswordReset } from '../../core/governance/password-reset'
 import { InProcessLoginLimiter } from '../../core/login-limiter'
-import { arrivedOverHttps, csrfTokenFor, mailBaseUrl, requestOrigin, sessionCookie, type ManagementDeps } from '../management'
+import { arrivedOverHttps, csrfTokenFor, isSameOriginRequest, mailBaseUrl, requestOrigin, sessionCookie, type ManagementDeps } from '../management'
 import type { RouteTable } from '../plugins/error-handler'
 import { accountRoutes, NewPassword, passwordChangeObject, userObject, type AuthDeps } from './auth-account'
 import { organizationModelRouteTable, organizationModelRoutes } from './organization-models'
@@ -92,6 +92,11 @@ export function authRoutes(deps: ManagementDeps) {
     .post(
       '/v1/auth/login',
       async ({ body, request, server, set }) => {
+        // Another site's page could post a login form (a body is read as JSON whatever its type)
+        // and leave the browser signed in to an account of the attacker's choosing.
+        if (body.session === 'cookie' && !isSameOriginRequest(request)) {
+          throw new GatewayError('permission_denied', "A cookie session is opened only from a page of the gateway's own origin.")
+        }
         const login = await logIn(auth, {
           email: body.email,
           password: body.password,

@@ -206,3 +206,28 @@ describeEachDatabase('browser sessions: the session cookie and its CSRF token', 
     }
   })
 })
+
+describeEachDatabase('opening a cookie session from another site', (context) => {
+  test('is refused, so no page elsewhere signs a browser in to an account of its choosing; the same origin and clients that are no browser are let in', async () => {
+    const gateway = await managementApp(context.current.db)
+    const user = await gateway.signUp()
+    const login = (headers: Record<string, string>) => gateway.send('POST', '/v1/auth/login', { headers: { 'content-type': 'text/plain', ...headers }, body: { email: user.email, password: user.password, session: 'cookie' } })
+
+    const crossSite = await login({ 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' })
+    const sameSite = await login({ 'sec-fetch-site': 'same-site', origin: 'https://other.localhost' })
+    const foreignOrigin = await login({ origin: 'https://evil.example' })
+    const sameOrigin = await login({ 'sec-fetch-site': 'same-origin', origin: 'http://localhost' })
+    const originOnly = await login({ origin: 'http://localhost' })
+    const noBrowser = await login({})
+
+    for (const refused of [crossSite, sameSite, foreignOrigin]) {
+      expect(refused.status).toBe(403)
+      expect(refused.json.error.code).toBe('permission_denied')
+      expect(refused.headers.get('set-cookie')).toBeNull()
+    }
+    for (const allowed of [sameOrigin, originOnly, noBrowser]) {
+      expect(allowed.status).toBe(200)
+      expect(allowed.headers.get('set-cookie')).toStartWith('nilegate_session=ngs_')
+    }
+  })
+})

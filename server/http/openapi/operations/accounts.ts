@@ -27,11 +27,11 @@ export const accountOperations = {
     operationId: 'logIn',
     summary: 'Log in',
     description:
-      'Answers with a session token (`ngs_...`, 12 hours) for the management API. With `"session": "cookie"` (browsers) the token goes into the httpOnly, SameSite=Strict cookie `nilegate_session` instead, which management routes accept when no Authorization header is sent, and the answer carries `csrf_token`: send it as `X-CSRF-Token` with every request but GET, HEAD and OPTIONS, or get 403 `permission_denied`. Limited to 10 failures per address and 50 attempts per client IP in any 15 minutes.',
+      'Answers with a session token (`ngs_...`, 12 hours) for the management API. With `"session": "cookie"` (browsers) the token goes into the httpOnly, SameSite=Strict cookie `nilegate_session` instead, which management routes accept when no Authorization header is sent, and the answer carries `csrf_token`: send it as `X-CSRF-Token` with every request but GET, HEAD and OPTIONS, or get 403 `permission_denied`. A cookie session is opened only from a page of the gateway\'s own origin (`Sec-Fetch-Site`, else `Origin`), else 403 `permission_denied`. Limited to 10 failures per address and 50 attempts per client IP in any 15 minutes.',
     tag: 'Auth',
     access: 'public',
     response: LoginSession,
-    errors: ['invalid_credentials', 'user_disabled', 'user_not_found', 'rate_limit_exceeded'],
+    errors: ['invalid_credentials', 'user_disabled', 'user_not_found', 'permission_denied', 'rate_limit_exceeded'],
     example: { email: 'me@example.com', password: 'a long passphrase' },
   },
   'POST /v1/auth/password_reset': {
