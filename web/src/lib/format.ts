@@ -41,14 +41,15 @@ function egpFormat(minimumFractionDigits: number, maximumFractionDigits: number)
 }
 
 /**
- * An EGP amount for display: "EGP 1,234.50". Amounts under a piastre keep their micro-EGP digits
- * ("EGP 0.000123") so that small spend does not read as zero; `exact` keeps them always.
+ * An EGP amount for display: "EGP 1,234.50". Amounts under one pound keep their micro-EGP digits
+ * ("EGP 0.006123") so that the small spend of a few requests does not read as zero or a rounded
+ * piastre; `exact` keeps them always.
  */
 export function formatEgp(egp: string | null | undefined, options: { exact?: boolean } = {}): string {
   if (egp === null || egp === undefined) return '—'
   const micros = egpToMicros(egp)
   const magnitude = micros < 0n ? -micros : micros
-  const precise = options.exact === true || (magnitude > 0n && magnitude < 10_000n)
+  const precise = options.exact === true || (magnitude > 0n && magnitude < microsPerEgp)
   // Intl formats a decimal string exactly, digit for digit.
   return egpFormat(2, precise ? 6 : 2).format(microsToEgp(micros) as Intl.StringNumericLiteral)
 }
@@ -148,3 +149,9 @@ export function dateInZone(timeZone: string, daysAgo = 0, now = Date.now()): str
 
 /** The browser's own time zone: for what concerns the person rather than the organization (sessions). */
 export const localTimeZone = Intl.DateTimeFormat().resolvedOptions().timeZone
+
+/** A billing month ("2026-11") as people say it: "November 2026". */
+export function formatMonth(month: string): string {
+  const [year, number] = month.split('-').map(Number) as [number, number]
+  return new Intl.DateTimeFormat(undefined, { month: 'long', year: 'numeric', timeZone: 'UTC' }).format(Date.UTC(year, number - 1, 15))
+}
