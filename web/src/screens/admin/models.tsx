@@ -5,7 +5,7 @@ import type { ModelObject, UnbilledUsage } from '../../lib/sdk'
 import { cursorPage, usePagedList, useResource } from '../../lib/use-resource'
 import { Badge, Button, ConfirmDialog, DataTable, Dialog, EmptyState, ErrorAlert, Form, PageHeader, PagedTable, Section, SelectField, Skeleton, SuccessAlert, TextField, statusTone, useForm, type Column } from '../../ui'
 import { listAllModels } from '../models/catalog'
-import { modelPath } from '../models/lifecycle'
+import { formatCatalogDate, modelPath } from '../models/lifecycle'
 import { localTimeZone, OperatorGate } from './operator-gate'
 
 /** Operators: the catalog's lifecycle (retire a model on a date, naming its replacement) and the usage upstreams reported beyond holds. */
@@ -22,7 +22,7 @@ export function AdminModelsPage() {
     { header: 'Model', cell: (model) => <a href={modelPath(model.id)}>{model.id}</a> },
     { header: 'Modality', cell: (model) => model.modality },
     { header: 'Status', cell: (model) => <Badge tone={model.status === 'Live' && model.shutdown_date ? 'warning' : statusTone(model.status)}>{model.status === 'Live' && model.shutdown_date ? 'Live, retiring' : model.status}</Badge> },
-    { header: 'Retires on', cell: (model) => model.shutdown_date ?? '—' },
+    { header: 'Retires on', cell: (model) => formatCatalogDate(model.shutdown_date) },
     { header: 'Replacement', cell: (model) => (model.replacement ? <code>{model.replacement}</code> : '—') },
     {
       header: 'Actions',

@@ -31,7 +31,7 @@ export function AdminOrganizationsPage() {
   const [applied, setApplied] = useState<{ q: string; status: StatusFilter }>({ q: '', status: '' })
 
   const list = usePagedList((cursor, signal) => {
-    const params: AdminOrganizationListParams & { q?: string } = { after: cursor, limit: 25 }
+    const params: AdminOrganizationListParams = { after: cursor, limit: 25 }
     if (applied.q !== '') params.q = applied.q
     if (applied.status !== '') params.status = applied.status
     return accountApi().admin.organizations.page(params, { signal }).then(cursorPage)
