@@ -155,3 +155,9 @@ export function formatMonth(month: string): string {
   const [year, number] = month.split('-').map(Number) as [number, number]
   return new Intl.DateTimeFormat(undefined, { month: 'long', year: 'numeric', timeZone: 'UTC' }).format(Date.UTC(year, number - 1, 15))
 }
+
+/** The day after `date` (YYYY-MM-DD), for ranges whose last day is included. */
+export function nextDate(date: string): string {
+  const [year, month, day] = date.split('-').map(Number) as [number, number, number]
+  return new Date(Date.UTC(year, month - 1, day + 1)).toISOString().slice(0, 10)
+}

@@ -65,6 +65,8 @@ export interface InputProps {
   readOnly?: boolean
   autoFocus?: boolean
   spellcheck?: boolean
+  /** The id of a <datalist> of suggestions. */
+  list?: string
 }
 
 /** A labelled text input; `dir="auto"` so that Arabic text runs right to left. */
