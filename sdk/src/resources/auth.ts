@@ -1,4 +1,5 @@
 import { callOptions, unwrap, type BodyOf, type DataOf, type GatewayApi, type RequestOptions, type Routes } from '../api'
+import { listQuery, type ListPage, type ListParams } from '../pagination'
 
 type AuthRoutes = Routes['auth']
 
@@ -19,6 +20,13 @@ export type ConfirmPasswordResetParams = BodyOf<AuthRoutes['password_reset']['co
 export type PasswordChange = DataOf<AuthRoutes['password']['post']>
 /** A password reset asked for: the same answer whether or not an account has the address. */
 export type PasswordResetRequest = DataOf<AuthRoutes['password_reset']['post']>
+
+/** A verification mail sent again: to which address, and until when its link works. */
+export type EmailVerification = DataOf<AuthRoutes['verify_email']['resend']['post']>
+/** An active session of the signed-in user; `current` marks the one making the request. */
+export type AuthSession = DataOf<AuthRoutes['sessions']['get']>['data'][number]
+/** A session ended by `revokeSession`. */
+export type AuthSessionRevoked = DataOf<ReturnType<AuthRoutes['sessions']>['delete']>
 
 /** Where the client keeps the session it acts with. */
 export interface SessionHolder {
@@ -80,6 +88,21 @@ export class Auth {
   /** Sets a new password with the mailed reset token; every session of the account ends. */
   confirmPasswordReset(params: ConfirmPasswordResetParams, options?: RequestOptions): Promise<PasswordChange> {
     return unwrap(this.api.v1.auth.password_reset.confirm.post(params, callOptions(options)))
+  }
+
+  /** Mails the signed-in user's verification link again; 409 conflict when the address is verified already. */
+  resendVerification(options?: RequestOptions): Promise<EmailVerification> {
+    return unwrap(this.api.v1.auth.verify_email.resend.post(undefined, callOptions(options)))
+  }
+
+  /** One page of the signed-in user's active sessions, newest first. */
+  listSessions(params: ListParams = {}, options?: RequestOptions): Promise<ListPage<AuthSession>> {
+    return unwrap(this.api.v1.auth.sessions.get({ query: listQuery(params), ...callOptions(options) }))
+  }
+
+  /** Ends one of the signed-in user's sessions, on every device; 404 for one that is not theirs or has ended. */
+  revokeSession(id: string, options?: RequestOptions): Promise<AuthSessionRevoked> {
+    return unwrap(this.api.v1.auth.sessions({ id }).delete(undefined, callOptions(options)))
   }
 
   /** The signed-in user and their memberships; on a cookie session, the CSRF token too, which the client then sends. */

@@ -85,6 +85,8 @@ export function accountRoutes(deps: ManagementDeps, auth: AuthDeps) {
       const organizations = await auth.accounts.listUserOrganizations(principal.user.id)
       return {
         ...userObject(principal.user),
+        // Whether the /v1/admin routes are open to this user, so a page shows their screens only to operators.
+        is_operator: principal.user.isOperator,
         memberships: organizations.map((organization) => ({ organization_id: organization.id, organization_name: organization.name, role: organization.role })),
         // A reloaded page has lost the CSRF token it got at login: it reads it here again.
         csrf_token: principal.csrfToken ?? undefined,

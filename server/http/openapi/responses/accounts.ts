@@ -20,6 +20,7 @@ export const User = t.Object({
 /** The signed-in user with the organizations they belong to. */
 export const CurrentUser = t.Object({
   ...User.properties,
+  is_operator: t.Boolean({ description: 'Whether the user is a platform operator, who may use the /v1/admin routes.' }),
   memberships: t.Array(t.Object({ organization_id: t.String(), organization_name: t.String(), role: Role })),
   csrf_token: t.Optional(t.String({ description: 'With the session cookie only: the value of the `X-CSRF-Token` header that changes need.' })),
 })
