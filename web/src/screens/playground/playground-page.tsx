@@ -120,12 +120,13 @@ export function PlaygroundPage() {
         <div class="playground-conversation">
           <MessagesEditor messages={messages} error={errorOf('messages')} onChange={(next) => (setMessages(next), setErrors((current) => ({ ...current, messages: undefined })))} />
           <div class="form-actions">
+            {/* Keyed apart: reusing one element, a click on Stop would land on Send once the answer stops, and submit again. */}
             {streaming ? (
-              <Button variant="danger" onClick={stop}>
+              <Button key="stop" variant="danger" onClick={stop}>
                 Stop
               </Button>
             ) : (
-              <Button type="submit" variant="primary" disabled={unverified}>
+              <Button key="send" type="submit" variant="primary" disabled={unverified}>
                 Send
               </Button>
             )}
@@ -133,7 +134,7 @@ export function PlaygroundPage() {
           </div>
           <AnswerPanel answer={answer} model={model} onContinue={() => setMessages([...messages.filter((message) => message.content.trim() !== ''), { role: 'assistant', content: answer.text }, { role: 'user', content: '' }])} />
         </div>
-        <div class="playground-settings">
+        <div class="playground-target">
           <SelectField label="Project" hint="Billed for the requests." error={errorOf('project')} value={project.id} onChange={(event) => setProjectId(event.currentTarget.value)}>
             {projects.data.map((candidate) => (
               <option key={candidate.id} value={candidate.id}>
@@ -150,11 +151,14 @@ export function PlaygroundPage() {
               </option>
             ))}
           </SelectField>
+        </div>
+        <fieldset class="playground-parameters">
+          <legend>Parameters</legend>
           {numberFields.map((field) => (
             <TextField key={field.name} label={field.label} optional inputMode={field.inputMode} autocomplete="off" hint={field.hint} error={errorOf(field.name)} value={settings[field.name]} onInput={(event) => set(field.name, event.currentTarget.value)} />
           ))}
           <TextAreaField label="Stop sequences" optional rows={2} hint="Up to 4, one a line." error={errorOf('stop')} value={settings.stop} onInput={(event) => set('stop', event.currentTarget.value)} />
-        </div>
+        </fieldset>
       </form>
       <Section title="Copy the request as code">
         <CodeTabs request={'request' in built ? built.request : null} />
