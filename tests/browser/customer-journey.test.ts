@@ -13,7 +13,7 @@ describe('a customer in the dashboard', () => {
   const gateway = useDashboardGateway()
   const browser = useBrowser()
 
-  test('signs up, verifies, makes a project and a key that the openai package uses, streams in the playground, sees the spend, and revokes the key', async () => {
+  test('signs up, verifies, makes a project and a key with every option that the openai package uses, streams in the playground, sees the spend, and revokes the key', async () => {
     const { origin, baseUrl } = gateway.current
     const operator = await gateway.current.createOperator()
     const person = await browser.newContext(origin)
@@ -61,6 +61,11 @@ describe('a customer in the dashboard', () => {
     await page.getByRole('button', { name: /create (api )?key|new (api )?key/i }).click()
     const createDialog = page.getByRole('dialog')
     await createDialog.getByLabel(/^(key )?name/i).fill('journey key')
+    await createDialog.getByLabel(/^expiry/i).selectOption({ label: 'In 30 days' })
+    await createDialog.getByLabel(/^rpm limit/i).fill('120')
+    await createDialog.getByLabel(/^monthly spend cap/i).fill('20')
+    await createDialog.getByLabel(/^ip allow-list/i).fill('127.0.0.1\n::1')
+    await createDialog.getByRole('checkbox', { name: /^embeddings/i }).uncheck()
     await createDialog.getByRole('button', { name: /^create( key| api key)?$/i }).click()
     const secretDialog = page.getByRole('dialog', { name: /.+/ }).filter({ hasText: /you will not see (this|it).*again/i })
     await secretDialog.waitFor()
@@ -71,10 +76,25 @@ describe('a customer in the dashboard', () => {
     await screenshot(page, 'key-created-once')
     await secretDialog.getByRole('button', { name: /done|close/i }).first().click()
     await secretDialog.waitFor({ state: 'hidden' })
+    expect(await page.content()).not.toContain(secret)
+
+    const projectId = new URL(page.url()).pathname.split('/').at(-1)!
+    const keys = await fetchFromPage(page, 'GET', `/v1/organization/projects/${projectId}/api_keys`)
+    const made = (keys.json.data as Record<string, any>[]).find((key) => key.name === 'journey key')!
+    const thirtyDays = Date.now() / 1000 + 30 * 86_400
+    expect({ ...made, expires_at: Math.abs(made.expires_at - thirtyDays) < 2 * 86_400 }).toMatchObject({
+      expires_at: true,
+      rpm_limit: 120,
+      monthly_spend_cap_egp: '20.000000',
+      scopes: expect.not.arrayContaining(['embeddings']),
+    })
+    expect((made.ip_allow_list as string[]).map((entry) => entry.replace(/\/(32|128)$/, ''))).toEqual(['127.0.0.1', '::1'])
 
     const openai = new OpenAI({ baseURL: baseUrl, apiKey: secret, maxRetries: 0, timeout: 15_000 })
     const reply = await openai.chat.completions.create({ model: chatModel, messages: [{ role: 'user', content: 'Hello from the openai package' }] })
     expect(reply.choices[0]?.message.content?.length).toBeGreaterThan(0)
+    const embedding = await openai.embeddings.create({ model: 'nile/bge-m3', input: 'outside the scopes' }).catch((error: unknown) => error)
+    expect((embedding as InstanceType<typeof OpenAI.APIError>).status).toBe(403)
 
     await openScreen(page, '/playground')
     await page.getByRole('combobox', { name: /project/i }).selectOption({ label: 'Support bot' })
