@@ -12,6 +12,15 @@ export interface Resource<T> {
   setData: (update: (current: T | undefined) => T | undefined) => void
 }
 
+/** Runs `load`; a throw before its promise exists is reported like a rejection, never left uncaught. */
+function attempt<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return load()
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
 function isAbort(error: unknown): boolean {
   return error instanceof DOMException && error.name === 'AbortError'
 }
@@ -27,7 +36,7 @@ export function useResource<T>(load: (signal: AbortSignal) => Promise<T>, deps: 
     const controller = new AbortController()
     setLoading(true)
     setProblem(null)
-    load(controller.signal).then(
+    attempt(() => load(controller.signal)).then(
       (value) => {
         if (controller.signal.aborted) return
         setData(value)
@@ -84,7 +93,7 @@ export function usePagedList<T>(load: (cursor: string | undefined, signal: Abort
     controller.current = current
     setLoading(true)
     setProblem(null)
-    load(cursor, current.signal).then(
+    attempt(() => load(cursor, current.signal)).then(
       (page) => {
         if (current.signal.aborted) return
         setItems((existing) => (append ? [...existing, ...page.data] : page.data))

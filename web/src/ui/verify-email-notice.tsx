@@ -1,6 +1,5 @@
 import { useState } from 'preact/hooks'
-import { resendVerification } from '../lib/account'
-import { describeError, type ApiProblem } from '../lib/api'
+import { accountApi, describeError, type ApiProblem } from '../lib/api'
 import { me } from '../lib/session'
 import { Button } from './button'
 
@@ -14,7 +13,7 @@ export function VerifyEmailNotice({ message }: { message?: string }) {
     setState('sending')
     setProblem(null)
     try {
-      await resendVerification()
+      await accountApi().auth.resendVerification()
       setState('sent')
     } catch (error) {
       setProblem(describeError(error))
@@ -26,7 +25,7 @@ export function VerifyEmailNotice({ message }: { message?: string }) {
     <section class="alert alert-warning" aria-label="E-mail verification">
       <p class="alert-title">{message ?? 'Verify your e-mail address first.'}</p>
       <p>
-        Open the link in the mail we sent{email ? <> to <bdi>{email}</bdi></> : null}. It also tells you how to verify through the API.
+        Check your e-mail: open the link we sent{email ? <> to <bdi>{email}</bdi></> : null}. The mail also tells you how to verify through the API.
       </p>
       {state === 'sent' ? (
         <p role="status">A new verification mail is on its way.</p>

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
-import { changePassword, listSessions, revokeSession, type AccountSession } from '../../lib/account'
-import { logOut, reportError } from '../../lib/api'
+import { accountApi, logOut, reportError } from '../../lib/api'
 import { formatDateTime, localTimeZone } from '../../lib/format'
 import { passwordProblem } from '../../lib/password-policy'
+import type { AuthSession } from '../../lib/sdk'
 import { me } from '../../lib/session'
 import { cursorPage, usePagedList } from '../../lib/use-resource'
 import { Badge, Button, ConfirmDialog, Form, PageHeader, PagedTable, Section, SuccessAlert, TextField, useForm, type Column } from '../../ui'
@@ -10,10 +10,10 @@ import { Badge, Button, ConfirmDialog, Form, PageHeader, PagedTable, Section, Su
 /** /account: who is signed in, their password, and their sessions. */
 export function AccountPage() {
   const user = me.value!
-  const sessions = usePagedList((cursor) => listSessions({ after: cursor, limit: 20 }).then(cursorPage), [])
-  const [ending, setEnding] = useState<AccountSession | null>(null)
+  const sessions = usePagedList((cursor) => accountApi().auth.listSessions({ after: cursor, limit: 20 }).then(cursorPage), [])
+  const [ending, setEnding] = useState<AuthSession | null>(null)
 
-  const columns: Column<AccountSession>[] = [
+  const columns: Column<AuthSession>[] = [
     {
       header: 'Device',
       cell: (session) => (
@@ -35,7 +35,7 @@ export function AccountPage() {
             Log out
           </Button>
         ) : (
-          <Button small variant="danger" onClick={() => setEnding(session)} aria-label={`End the session started ${formatDateTime(session.created_at, localTimeZone)}`}>
+          <Button small variant="danger" onClick={() => setEnding(session)} aria-label={`End session started ${formatDateTime(session.created_at, localTimeZone)}`}>
             End session
           </Button>
         ),
@@ -73,7 +73,7 @@ export function AccountPage() {
         danger
         onClose={() => setEnding(null)}
         onConfirm={async () => {
-          await revokeSession(ending!.id)
+          await accountApi().auth.revokeSession(ending!.id)
           sessions.update((items) => items.filter((session) => session.id !== ending!.id))
         }}
       >
@@ -96,7 +96,7 @@ function ChangePasswordForm({ onChanged }: { onChanged: () => void }) {
     }),
     submit: async (values) => {
       setChanged(false)
-      await changePassword({ current_password: values.current_password, new_password: values.new_password })
+      await accountApi().auth.changePassword({ current_password: values.current_password, new_password: values.new_password })
       form.reset()
       setChanged(true)
       onChanged()

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { requestPasswordReset } from '../../lib/account'
+import { accountApi } from '../../lib/api'
 import { emailProblem } from '../../lib/password-policy'
 import { Button, Form, PageHeader, SuccessAlert, TextField, useForm } from '../../ui'
 
@@ -10,7 +10,7 @@ export function ForgotPasswordPage() {
     initial: { email: '' },
     validate: (values) => ({ email: emailProblem(values.email) }),
     submit: async (values) => {
-      await requestPasswordReset({ email: values.email.trim() })
+      await accountApi().auth.requestPasswordReset({ email: values.email.trim() })
       setSentTo(values.email.trim())
     },
   })

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
-import { takeFragmentToken } from '../../lib/account'
 import { accountApi, refreshSession, reportError, type ApiProblem } from '../../lib/api'
+import { takeFragmentToken } from '../../lib/fragment-token'
 import { me, selectOrganization, sessionStatus } from '../../lib/session'
 import type { Organization } from '../../lib/sdk'
 import { Button, ErrorAlert, LinkButton, PageHeader, SuccessAlert } from '../../ui'

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks'
-import { confirmPasswordReset, takeFragmentToken } from '../../lib/account'
+import { accountApi } from '../../lib/api'
+import { takeFragmentToken } from '../../lib/fragment-token'
 import { passwordProblem } from '../../lib/password-policy'
 import { signOut } from '../../lib/session'
 import { Button, Form, LinkButton, PageHeader, SuccessAlert, TextField, useForm } from '../../ui'
@@ -16,7 +17,7 @@ export function ResetPasswordPage() {
     }),
     fieldOf: (param) => (param === 'token' ? null : param === 'new_password' ? 'new_password' : null),
     submit: async (values) => {
-      await confirmPasswordReset({ token: token!, new_password: values.new_password })
+      await accountApi().auth.confirmPasswordReset({ token: token!, new_password: values.new_password })
       // Every session of the account ended, this browser's too.
       signOut()
       setDone(true)

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { takeFragmentToken } from '../../lib/account'
 import { accountApi, refreshSession, reportError, type ApiProblem } from '../../lib/api'
+import { takeFragmentToken } from '../../lib/fragment-token'
 import { sessionStatus } from '../../lib/session'
 import { ErrorAlert, LinkButton, PageHeader, Spinner, SuccessAlert, VerifyEmailNotice } from '../../ui'
 

@@ -1,8 +1,10 @@
+import { api } from '../../lib/api'
 import { plainEgp } from '../../lib/format'
 import type { Project } from '../../lib/sdk'
 import { billingTimeZone } from '../../lib/session'
-import { egpAmountProblem, listEntries, orNull, rpmProblem, rpmValue } from '../../lib/validate'
-import { CheckboxField, TextAreaField, TextField, type FormErrors, type FormState } from '../../ui'
+import { useResource } from '../../lib/use-resource'
+import { egpAmountProblem, orNull, rpmProblem, rpmValue } from '../../lib/validate'
+import { CheckboxField, ErrorAlert, Skeleton, TextField, type FormErrors, type FormState } from '../../ui'
 
 /** A project's editable settings as form values. */
 export type ProjectValues = {
@@ -10,7 +12,7 @@ export type ProjectValues = {
   monthly_spend_cap_egp: string
   rpm_override: string
   all_models: boolean
-  enabled_models: string
+  enabled_models: string[]
 }
 
 export function projectValues(project?: Project): ProjectValues {
@@ -19,7 +21,7 @@ export function projectValues(project?: Project): ProjectValues {
     monthly_spend_cap_egp: plainEgp(project?.monthly_spend_cap_egp),
     rpm_override: project?.rpm_override?.toString() ?? '',
     all_models: (project?.enabled_models ?? null) === null,
-    enabled_models: project?.enabled_models?.join('\n') ?? '',
+    enabled_models: project?.enabled_models ?? [],
   }
 }
 
@@ -28,7 +30,7 @@ export function validateProject(values: ProjectValues): FormErrors<ProjectValues
     name: values.name.trim() === '' ? 'Give the project a name.' : values.name.trim().length > 200 ? 'Use at most 200 characters.' : undefined,
     monthly_spend_cap_egp: egpAmountProblem(values.monthly_spend_cap_egp),
     rpm_override: rpmProblem(values.rpm_override),
-    enabled_models: !values.all_models && listEntries(values.enabled_models).length === 0 ? 'List at least one model, or allow every model.' : undefined,
+    enabled_models: !values.all_models && values.enabled_models.length === 0 ? 'Pick at least one model, or allow every model.' : undefined,
   }
 }
 
@@ -38,7 +40,7 @@ export function projectBody(values: ProjectValues) {
     name: values.name.trim(),
     monthly_spend_cap_egp: orNull(values.monthly_spend_cap_egp),
     rpm_override: rpmValue(values.rpm_override),
-    enabled_models: values.all_models ? null : listEntries(values.enabled_models),
+    enabled_models: values.all_models ? null : values.enabled_models,
   }
 }
 
@@ -70,21 +72,34 @@ export function ProjectFields({ form, withModels = true }: { form: FormState<Pro
         <fieldset>
           <legend>Enabled models</legend>
           <CheckboxField label="Every model of the organization's plan" checked={form.values.all_models} onChange={(on) => form.set('all_models', on)} />
-          {!form.values.all_models && (
-            <TextAreaField
-              label="Only these models"
-              rows={4}
-              hint={
-                <>
-                  Model ids, one per line, as the <a href="/models">Models</a> page lists them (like nile/llama-3.3-70b-instruct).
-                </>
-              }
-              {...form.text('enabled_models')}
-              error={form.errors.enabled_models}
-            />
-          )}
+          {!form.values.all_models && <ModelChoices form={form} />}
         </fieldset>
       )}
     </>
+  )
+}
+
+/** A checkbox per model of the organization's catalog (and per model the project enables already). */
+function ModelChoices({ form }: { form: FormState<ProjectValues> }) {
+  const catalog = useResource((signal) => api().organization.models.list({ signal }), [])
+  const chosen = form.values.enabled_models
+  const ids = [...new Set([...(catalog.data?.data ?? []).filter((model) => model.status === 'Live').map((model) => model.id), ...chosen])]
+  const toggle = (id: string, on: boolean) => form.set('enabled_models', on ? [...chosen, id] : chosen.filter((each) => each !== id))
+  return (
+    <div class="model-choices">
+      <p class="field-hint">Only these models answer the project's keys; see the <a href="/models">Models</a> page for prices.</p>
+      <ErrorAlert problem={catalog.problem} onRetry={catalog.reload} />
+      {catalog.loading && catalog.data === undefined && <Skeleton lines={3} label="Loading the models…" />}
+      {ids.map((id) => (
+        <CheckboxField
+          key={id}
+          label={<span class="mono">{id}</span>}
+          hint={catalog.data?.data.find((model) => model.id === id)?.modality}
+          checked={chosen.includes(id)}
+          onChange={(on) => toggle(id, on)}
+        />
+      ))}
+      {form.errors.enabled_models && <p class="field-error">{form.errors.enabled_models}</p>}
+    </div>
   )
 }
