@@ -1,15 +1,10 @@
 import type { ComponentChildren } from 'preact'
-import { me } from '../../lib/session'
+import { isOperator } from '../../lib/session'
 import { EmptyState, PageHeader } from '../../ui'
 
-/**
- * The operators' pages for operators only: anyone else sees why instead of screens whose every
- * call would be refused. While the signed-in user's record says nothing either way, the page shows
- * and the API's answer decides.
- */
+/** The operators' pages for operators only: anyone else sees why, not screens whose every call would be refused. */
 export function OperatorGate({ title, children }: { title: string; children: ComponentChildren }) {
-  const user = me.value as { is_operator?: unknown } | null
-  if (user !== null && user.is_operator === false) {
+  if (!isOperator.value) {
     return (
       <>
         <PageHeader title={title} />
