@@ -50,7 +50,7 @@ export function AdminDeploymentsPage() {
         description="Where each model is served, the circuit of each deployment and its requests in flight, as this gateway instance sees them."
         actions={
           <>
-            <Button onClick={() => setPaused(!paused)} aria-pressed={paused}>
+            <Button onClick={() => setPaused(!paused)}>
               {paused ? 'Resume updates' : 'Pause updates'}
             </Button>
             <Button onClick={() => setRound(round + 1)}>Refresh now</Button>
