@@ -87,7 +87,8 @@ export async function openContext(browser: Browser, origin: string, options: Con
     locale: options.locale ?? 'en-US',
     permissions: ['clipboard-read', 'clipboard-write'],
   })
-  context.setDefaultTimeout(10_000)
+  // Roomy for a machine running other suites at once; a step that waits this long has failed anyway.
+  context.setDefaultTimeout(15_000)
   const problems: string[] = []
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url())
