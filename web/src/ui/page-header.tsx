@@ -17,13 +17,15 @@ export function PageHeader({ title, description, actions }: { title: string; des
   )
 }
 
-/** A titled part of a page. */
+/** A titled part of a page (a region named by its title); the title may be a user's name, in any script. */
 export function Section({ title, children, actions }: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
   const id = useId()
   return (
     <section class="section" aria-labelledby={id}>
       <div class="section-header">
-        <h2 id={id}>{title}</h2>
+        <h2 id={id} dir="auto">
+          {title}
+        </h2>
         {actions && <div class="section-actions">{actions}</div>}
       </div>
       {children}
