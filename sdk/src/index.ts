@@ -22,6 +22,7 @@ export type { AuditLog, AuditLogListParams } from './resources/audit-logs'
 export type {
   AdminCredit,
   AdminCreditParams,
+  AdminCreditTransaction,
   AdminOrganization,
   AdminOrganizationListParams,
   AdminOrganizationUpdateParams,

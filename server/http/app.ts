@@ -15,6 +15,7 @@ import { BodyIdleWatch } from './body-idle-watch'
 import { bodyIdleTimeoutMs, bodyLimitFor, BodyReader, declaredLength, defaultBodyLimitBytes, inferenceBodyLimitBytes, isReadingBodyAfterAuth, unreadBody } from './request-body'
 import { adminRouteTable, adminRoutes } from './routes/admin'
 import { adminDeploymentRouteTable, adminDeploymentRoutes } from './routes/admin-deployments'
+import { adminOrganizationRecordRouteTable, adminOrganizationRecordRoutes } from './routes/admin-organization-records'
 import { auditLogRouteTable, auditLogRoutes } from './routes/audit-logs'
 import { authRouteTable, authRoutes } from './routes/auth'
 import { changelogRouteTable, changelogRoutes } from './routes/changelog'
@@ -55,6 +56,7 @@ const routeTable: RouteTable = [
   ...usageRouteTable,
   ...playgroundRouteTable,
   ...adminRouteTable,
+  ...adminOrganizationRecordRouteTable,
   ...adminDeploymentRouteTable,
   ...openApiRouteTable,
   ...webRouteTable,
@@ -88,6 +90,7 @@ function managementRoutes(management: ManagementDeps, deps: AppDeps) {
     .use(auditLogRoutes(management))
     .use(usageRoutes(management))
     .use(adminRoutes(management))
+    .use(adminOrganizationRecordRoutes(management))
     .use(adminDeploymentRoutes(management, deps.router ?? defaultRouter(deps.catalog)))
 }
 

@@ -1,6 +1,7 @@
 import { callOptions, segment, unwrap, type BodyOf, type DataOf, type GatewayApi, type RequestOptions, type Routes } from '../api'
 import type { ModelList } from '@nilegate/shared/schemas/models'
 import { listQuery, paginate, type ListPage, type ListParams } from '../pagination'
+import { auditLogQuery, type AuditLog, type AuditLogListParams } from './audit-logs'
 
 type AdminRoutes = Routes['admin']
 type OrganizationRoutes = ReturnType<AdminRoutes['organizations']>
@@ -13,6 +14,8 @@ export type AdminOrganizationListParams = ListParams & { status?: 'active' | 'su
 export type AdminOrganizationUpdateParams = BodyOf<OrganizationRoutes['post']>
 export type AdminCreditParams = BodyOf<OrganizationRoutes['credits']['post']>
 export type AdminCredit = DataOf<OrganizationRoutes['credits']['post']>
+/** A row of an organization's credit ledger (a top-up, the demo credit, an adjustment or a refund) and who added it. */
+export type AdminCreditTransaction = DataOf<OrganizationRoutes['credits']['get']>['data'][number]
 /** A user as operators see it. */
 export type AdminUser = DataOf<AdminRoutes['users']['get']>['data'][number]
 export type AdminUserListParams = ListParams & { email?: string }
@@ -24,7 +27,7 @@ export type ModelRetirementParams = BodyOf<AdminRoutes['models']['*']['post']>
 export type Deployment = DataOf<AdminRoutes['deployments']['get']>['data'][number]
 export type DeploymentCreateParams = BodyOf<AdminRoutes['deployments']['post']>
 
-/** Organizations of the whole platform: list, settings, suspension and credit. */
+/** Organizations of the whole platform: list, settings, suspension, credit, and the records of each. */
 export class AdminOrganizations {
   constructor(private readonly api: GatewayApi) {}
 
@@ -59,6 +62,16 @@ export class AdminOrganizations {
   /** Adds prepaid credit (EGP as a decimal string); a retried call is applied once. */
   credit(id: string, params: AdminCreditParams, options?: RequestOptions): Promise<AdminCredit> {
     return unwrap(this.organization(id).credits.post(params, callOptions(options)))
+  }
+
+  /** One page of the organization's credit ledger, top-ups first of all, newest first. */
+  credits(id: string, params: ListParams = {}, options?: RequestOptions): Promise<ListPage<AdminCreditTransaction>> {
+    return unwrap(this.organization(id).credits.get({ query: listQuery(params), ...callOptions(options) }))
+  }
+
+  /** One page of the organization's audit trail, newest first, filtered as `organization.auditLogs` filters. */
+  auditLogs(id: string, params: AuditLogListParams = {}, options?: RequestOptions): Promise<ListPage<AuditLog>> {
+    return unwrap(this.organization(id).audit_logs.get({ query: auditLogQuery(params), ...callOptions(options) }))
   }
 
   private organization(id: string) {

@@ -26,9 +26,14 @@ export class AuditLogs {
 
   /** One page of records. */
   page(params: AuditLogListParams = {}, options?: RequestOptions): Promise<ListPage<AuditLog>> {
-    const { effective_at: bounds = {}, limit, ...filters } = params
-    const query: Record<string, string | string[] | undefined> = { ...filters, limit: limit === undefined ? undefined : String(limit) }
-    for (const [bound, seconds] of Object.entries(bounds)) query[`effective_at[${bound}]`] = String(seconds)
-    return unwrap(this.api.v1.organization.audit_logs.get({ query, ...callOptions(options) }))
+    return unwrap(this.api.v1.organization.audit_logs.get({ query: auditLogQuery(params), ...callOptions(options) }))
   }
+}
+
+/** The query string of an audit trail's page. */
+export function auditLogQuery(params: AuditLogListParams): Record<string, string | string[] | undefined> {
+  const { effective_at: bounds = {}, limit, ...filters } = params
+  const query: Record<string, string | string[] | undefined> = { ...filters, limit: limit === undefined ? undefined : String(limit) }
+  for (const [bound, seconds] of Object.entries(bounds)) query[`effective_at[${bound}]`] = String(seconds)
+  return query
 }

@@ -27,6 +27,23 @@ export interface CreditRecord {
   createdAt: number
 }
 
+/** What a row of an organization's credit ledger is: a top-up, the demo tenant's starting credit, an adjustment or a refund. */
+export type CreditKind = 'demo_credit' | 'top_up' | 'adjustment' | 'refund'
+
+/** A row of an organization's credit ledger, as operators read the organization's history. */
+export interface CreditTransactionRecord {
+  id: string
+  orgId: string
+  kind: CreditKind
+  /** Positive adds credit, negative removes it. */
+  amountMicros: bigint
+  note: string | null
+  /** Who added it, as its audit record names them; null for a credit without one (the demo tenant's). */
+  actor: { type: AuditActor['type']; id: string; email: string | null } | null
+  /** Unix seconds. */
+  createdAt: number
+}
+
 export interface NewCredit {
   orgId: string
   amountMicros: bigint
@@ -86,6 +103,8 @@ export interface OperatorStore {
    * Null for an unknown organization.
    */
   addCredit(credit: NewCredit, actor: AuditActor): Promise<Changed<CreditRecord> | null>
+  /** An organization's credit ledger, newest first; `after` is a credit id of it. Null for an unknown organization. */
+  listCredits(query: PageQuery & { orgId: string }): Promise<Page<CreditTransactionRecord> | null>
 
   /** Users, oldest first, optionally only the one with this e-mail address; `after` is a user id. */
   listUsers(query: PageQuery & { email?: string }): Promise<Page<UserRecord>>

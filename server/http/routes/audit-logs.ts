@@ -8,7 +8,7 @@ import { queryInteger, queryList } from '../query'
 export const auditLogRouteTable: RouteTable = [{ pattern: /^\/v1\/organization\/audit_logs\/?$/, methods: ['GET'] }]
 
 /** A record of the audit trail as the API shows it; `type` is the action, `effective_at` unix seconds. */
-function auditLogObject(record: AuditLogRecord) {
+export function auditLogObject(record: AuditLogRecord) {
   return {
     object: 'organization.audit_log' as const,
     id: record.id,
@@ -44,11 +44,12 @@ const knownParams = new Set([
 ])
 
 /**
- * GET /v1/organization/audit_logs's query string as a store query for `orgId`. Unknown parameters
+ * GET /v1/organization/audit_logs's query string (and that of the operators' route for one
+ * organization) as a store query for `orgId`. Unknown parameters
  * are refused rather than ignored, so a filter we do not offer (`actor_emails[]`, say) never
  * silently widens the answer.
  */
-function parseAuditLogQuery(params: URLSearchParams, orgId: string): AuditLogQuery {
+export function parseAuditLogQuery(params: URLSearchParams, orgId: string): AuditLogQuery {
   for (const name of params.keys()) {
     if (!knownParams.has(name)) {
       throw new GatewayError('invalid_request', `Unknown query parameter '${name}'. Filters: actor_ids[], actions[] (or event_types[]), target_ids[] (or resource_ids[]), project_ids[], effective_at[gt|gte|lt|lte]; paging: limit, after, before.`, name)

@@ -44,22 +44,23 @@ export function unixSeconds(date: Date): number {
 }
 
 /**
- * One page of a list ordered by `(createdAt, id)`, oldest first; `page.after` names the last row of
- * the previous page (400 when `cursorRow` finds no such row in this list). `cursorRow` selects that
- * row's `(createdAt, id)`: it is compared in SQL, since Postgres keeps microseconds and a JS Date
- * only milliseconds.
+ * One page of a list ordered by `(createdAt, id)`, oldest first (or newest first, when `read` orders
+ * so and `newestFirst` says it); `page.after` names the last row of the previous page (400 when
+ * `cursorRow` finds no such row in this list). `cursorRow` selects that row's `(createdAt, id)`: it
+ * is compared in SQL, since Postgres keeps microseconds and a JS Date only milliseconds.
  */
 export async function readPage<T>(
   page: PageQuery,
   order: [createdAt: AnyPgColumn, id: AnyPgColumn],
   cursorRow: (after: string) => PgSelect,
   read: (after: SQL | undefined, limit: number) => Promise<T[]>,
+  { newestFirst = false }: { newestFirst?: boolean } = {},
 ): Promise<Page<T>> {
   let after: SQL | undefined
   if (page.after !== undefined) {
     const cursor = cursorRow(page.after)
     if ((await cursor).length === 0) throw new GatewayError('invalid_request', `'${page.after}' is not an id from this list.`, 'after')
-    after = sql`(${order[0]}, ${order[1]}) > (${cursor})`
+    after = newestFirst ? sql`(${order[0]}, ${order[1]}) < (${cursor})` : sql`(${order[0]}, ${order[1]}) > (${cursor})`
   }
   const rows = await read(after, page.limit + 1)
   return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit }

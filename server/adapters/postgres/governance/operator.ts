@@ -1,14 +1,14 @@
 import { GatewayError } from '@nilegate/shared/errors'
-import { and, asc, eq, ilike, isNull, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, ilike, inArray, isNull, or, sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn, PgSelect } from 'drizzle-orm/pg-core'
 import { newId } from '../../../core/api-keys'
 import { normalizeEmail } from '../../../core/governance/accounts'
 import type { AuditActor } from '../../../core/governance/audit'
-import type { OperatorStore, OrganizationSettings } from '../../../core/governance/operator'
+import type { CreditTransactionRecord, OperatorStore, OrganizationSettings } from '../../../core/governance/operator'
 import type { Page, PageQuery } from '../../../core/governance/pages'
 import type { ModelRetirement } from '../../../core/catalog'
 import type { Drizzle } from '../drizzle'
-import { creditTransactions, modelRetirements, organizations, sessions, usageEvents, users } from '../schema'
+import { auditLogs, creditTransactions, modelRetirements, organizations, sessions, usageEvents, users } from '../schema'
 import { toUserRecord } from './accounts'
 import { appendAudit, readPage, unixSeconds } from './common'
 import { toOrganizationRecord } from './organizations'
@@ -36,6 +36,16 @@ async function lockOrganizationRow(tx: Drizzle, orgId: string) {
 
 function auditOrganization(tx: Drizzle, actor: AuditActor, orgId: string, action: string, before: Record<string, unknown>, after: Record<string, unknown>) {
   return appendAudit(tx, actor, { orgId, action, targetType: 'organization', targetId: orgId, before, after })
+}
+
+/** Who added each of these credits of `orgId`, by their `credit.added` audit records. */
+async function creditActors(db: Drizzle, orgId: string, creditIds: string[]): Promise<Map<string, NonNullable<CreditTransactionRecord['actor']>>> {
+  if (creditIds.length === 0) return new Map()
+  const rows = await db
+    .select({ creditId: auditLogs.targetId, type: auditLogs.actorType, id: auditLogs.actorId, email: auditLogs.actorEmail })
+    .from(auditLogs)
+    .where(and(eq(auditLogs.orgId, orgId), eq(auditLogs.action, 'credit.added'), inArray(auditLogs.targetId, creditIds)))
+  return new Map(rows.map(({ creditId, ...actor }) => [creditId, actor]))
 }
 
 export function createOperatorRepository(db: Drizzle): OperatorStore {
@@ -141,6 +151,34 @@ export function createOperatorRepository(db: Drizzle): OperatorStore {
         })
         return { record, changed: true }
       })
+    },
+
+    async listCredits({ orgId, ...page }) {
+      const [organization] = await db.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, orgId))
+      if (!organization) return null
+      const listed = await readPage(
+        page,
+        [creditTransactions.createdAt, creditTransactions.id],
+        (cursor) =>
+          db
+            .select({ createdAt: creditTransactions.createdAt, id: creditTransactions.id })
+            .from(creditTransactions)
+            .where(and(eq(creditTransactions.id, cursor), eq(creditTransactions.orgId, orgId)))
+            .$dynamic(),
+        (after, limit) => db.select().from(creditTransactions).where(and(eq(creditTransactions.orgId, orgId), after)).orderBy(desc(creditTransactions.createdAt), desc(creditTransactions.id)).limit(limit),
+        { newestFirst: true },
+      )
+      const actors = await creditActors(db, orgId, listed.items.map((row) => row.id))
+      const items = listed.items.map((row) => ({
+        id: row.id,
+        orgId: row.orgId,
+        kind: row.kind,
+        amountMicros: row.amountMicros,
+        note: row.note,
+        actor: actors.get(row.id) ?? null,
+        createdAt: unixSeconds(row.createdAt),
+      }))
+      return { items, hasMore: listed.hasMore }
     },
 
     async listUsers({ email, ...page }) {

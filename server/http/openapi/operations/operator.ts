@@ -1,7 +1,9 @@
 import type { Operation } from '../operation'
 import { Model, ModelList } from '../responses/inference'
-import { AdminUser, AdminUserList, Credit, ModelRetirementDeleted, UnbilledUsageList } from '../responses/operator'
+import { AdminUser, AdminUserList, Credit, CreditTransactionList, ModelRetirementDeleted, UnbilledUsageList } from '../responses/operator'
 import { Organization, OrganizationList } from '../responses/organizations'
+import { AuditLogList } from '../responses/reports'
+import { auditLogQuery } from './reports'
 
 const orgId = { id: 'The organization id.' }
 const userId = { id: 'The user id.' }
@@ -73,6 +75,27 @@ export const operatorOperations = {
     response: Credit,
     errors: ['not_found'],
     example: { amount_egp: '250', note: 'Bank transfer 2026-11-02' },
+  },
+  'GET /v1/admin/organizations/:id/credits': {
+    operationId: 'adminListCredits',
+    summary: "List an organization's credits",
+    description: 'Its top-ups and every other row of its credit ledger, newest first, each with who added it.',
+    tag: 'Operator',
+    access: 'operator',
+    params: orgId,
+    response: CreditTransactionList,
+    errors: ['not_found'],
+  },
+  'GET /v1/admin/organizations/:id/audit_logs': {
+    operationId: 'adminListAuditLogs',
+    summary: "List an organization's audit log records",
+    description: 'What GET /v1/organization/audit_logs shows its owners and admins, with the same filters and paging, for an organization the operator need not belong to.',
+    tag: 'Operator',
+    access: 'operator',
+    params: orgId,
+    response: AuditLogList,
+    query: auditLogQuery,
+    errors: ['invalid_request', 'not_found'],
   },
   'GET /v1/admin/users': {
     operationId: 'adminListUsers',

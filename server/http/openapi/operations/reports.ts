@@ -6,7 +6,8 @@ import { AuditLogList, Balance, UsagePage } from '../responses/reports'
 const ids = t.Array(t.String())
 const timeBounds = { gt: 'after', gte: 'at or after', lt: 'before', lte: 'at or before' }
 
-const auditLogQuery: readonly QueryParameter[] = [
+/** The filters and paging of an organization's audit trail. */
+export const auditLogQuery: readonly QueryParameter[] = [
   { name: 'actor_ids', description: 'Records by these actors (user, key or operator ids). Also as `actor_ids[]`.', schema: ids },
   { name: 'actions', description: 'Records of these actions, like `api_key.created`. Also as `actions[]`, `event_types` or `event_types[]`.', schema: ids },
   { name: 'target_ids', description: 'Records about these targets. Also as `target_ids[]`, `resource_ids` or `resource_ids[]`.', schema: ids },

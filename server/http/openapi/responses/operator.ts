@@ -19,6 +19,25 @@ export const Credit = t.Object({
   created_at: unixSeconds(),
 })
 
+/** A row of an organization's credit ledger, as operators read its history. */
+export const CreditTransaction = t.Object({
+  object: t.Literal('organization.credit'),
+  id: t.String(),
+  organization_id: t.String(),
+  kind: oneOfStrings(['top_up', 'demo_credit', 'adjustment', 'refund'], "`top_up` for an operator's top-up, `demo_credit` for a demo tenant's starting credit."),
+  amount_egp: egp('The amount added; negative for one taken away.'),
+  note: orNull(t.String()),
+  actor: orNull(
+    t.Object(
+      { type: oneOfStrings(['user', 'api_key', 'operator', 'system']), id: t.String(), email: orNull(t.String()) },
+      { description: 'Who added it, as the audit trail names them; null for a credit nobody added through the API.' },
+    ),
+  ),
+  created_at: unixSeconds(),
+})
+
+export const CreditTransactionList = listOf(CreditTransaction)
+
 export const ModelRetirementDeleted = deletedObject('model.retirement')
 
 const tokens = (description: string) => Type.Integer({ minimum: 0, description })
