@@ -21,6 +21,7 @@ import { authRouteTable, authRoutes } from './routes/auth'
 import { changelogRouteTable, changelogRoutes } from './routes/changelog'
 import { inferenceRoutes } from './routes/inference'
 import { modelRoutes } from './routes/models'
+import { organizationModelRouteTable, organizationModelRoutes } from './routes/organization-models'
 import { organizationRouteTable, organizationRoutes } from './routes/organizations'
 import { playgroundRouteTable, playgroundRoutes } from './routes/playground'
 import { projectRouteTable, projectRoutes } from './routes/projects'
@@ -51,6 +52,7 @@ const routeTable: RouteTable = [
   ...changelogRouteTable,
   ...authRouteTable,
   ...organizationRouteTable,
+  ...organizationModelRouteTable,
   ...projectRouteTable,
   ...auditLogRouteTable,
   ...usageRouteTable,
@@ -86,6 +88,7 @@ function managementRoutes(management: ManagementDeps, deps: AppDeps) {
     .onBeforeHandle(refuseUnstorableText)
     .use(authRoutes(management))
     .use(organizationRoutes(management))
+    .use(organizationModelRoutes(management))
     .use(projectRoutes(management))
     .use(auditLogRoutes(management))
     .use(usageRoutes(management))

@@ -9,15 +9,12 @@ import { InProcessLoginLimiter } from '../../core/login-limiter'
 import { arrivedOverHttps, csrfTokenFor, isSameOriginRequest, mailBaseUrl, requestOrigin, sessionCookie, type ManagementDeps } from '../management'
 import type { RouteTable } from '../plugins/error-handler'
 import { accountRoutes, NewPassword, passwordChangeObject, userObject, type AuthDeps } from './auth-account'
-import { organizationModelRouteTable, organizationModelRoutes } from './organization-models'
 
 export const authRouteTable: RouteTable = [
   { pattern: /^\/v1\/auth\/(signup|login|logout|verify_email|verify_email\/resend|password|password_reset|password_reset\/confirm)\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/auth\/me\/?$/, methods: ['GET', 'DELETE'] },
   { pattern: /^\/v1\/auth\/sessions\/?$/, methods: ['GET'] },
   { pattern: /^\/v1\/auth\/sessions\/[^/]+\/?$/, methods: ['DELETE'] },
-  // Mounted with the account routes (below) so that a signed-in page reads the catalog too.
-  ...organizationModelRouteTable,
 ]
 
 const maxUserAgentLength = 512
@@ -135,5 +132,4 @@ export function authRoutes(deps: ManagementDeps) {
       { body: PasswordResetConfirm },
     )
     .use(accountRoutes(deps, auth))
-    .use(organizationModelRoutes(deps))
 }
