@@ -1,8 +1,8 @@
 import { useRef, useState } from 'preact/hooks'
 import { accountApi, reportError, type ApiProblem } from '../../lib/api'
-import { formatDateTime, formatEgp } from '../../lib/format'
+import { formatEgp } from '../../lib/format'
 import type { AdminCredit, AdminOrganization } from '../../lib/sdk'
-import { Button, DataTable, Dialog, ErrorAlert, Section, TextAreaField, TextField } from '../../ui'
+import { Button, Dialog, ErrorAlert, Section, TextAreaField, TextField } from '../../ui'
 import { parseCreditAmount, type CreditAmount } from './credit-amount'
 
 /** What one top-up sends: the same key for every try of the same amount and reason. */
@@ -17,7 +17,7 @@ interface PendingCredit {
  * reason for the audit trail, and an idempotency key made when the top-up is confirmed and reused
  * by every retry of it, so that a top-up whose answer was lost is never applied twice.
  */
-export function CreditForm({ organization, credits, onCredited }: { organization: AdminOrganization; credits: AdminCredit[]; onCredited: (credit: AdminCredit) => void }) {
+export function CreditForm({ organization, onCredited }: { organization: AdminOrganization; onCredited: (credit: AdminCredit) => void }) {
   const [amountText, setAmountText] = useState('')
   const [note, setNote] = useState('')
   const [errors, setErrors] = useState<{ amount?: string; note?: string }>({})
@@ -65,7 +65,7 @@ export function CreditForm({ organization, credits, onCredited }: { organization
 
   return (
     <Section title="Credit">
-      <form class="form" aria-label="Add credit" noValidate onSubmit={review}>
+      <form class="form narrow-form" aria-label="Add credit" noValidate onSubmit={review}>
         <ErrorAlert problem={problem}>
           {pending.current && <p>Sending the same amount and reason again retries this top-up: it is applied once at most.</p>}
         </ErrorAlert>
@@ -104,19 +104,6 @@ export function CreditForm({ organization, credits, onCredited }: { organization
           </p>
         )}
       </Dialog>
-      {credits.length > 0 && (
-        <DataTable
-          caption="Top-ups made on this page"
-          columns={[
-            { header: 'When', cell: (credit) => formatDateTime(credit.created_at, organization.billing_time_zone) },
-            { header: 'Amount', numeric: true, cell: (credit) => formatEgp(credit.amount_egp) },
-            { header: 'Balance after', numeric: true, cell: (credit) => formatEgp(credit.balance_egp) },
-            { header: 'Reason', cell: (credit) => <span dir="auto">{credit.note}</span> },
-          ]}
-          rows={credits}
-          rowKey={(credit) => credit.id}
-        />
-      )}
     </Section>
   )
 }

@@ -156,7 +156,7 @@ function UnbilledUsageSection() {
           <Button type="submit">Filter</Button>
         </div>
       </form>
-      <PagedTable list={list} caption="Unbilled usage" hideCaption columns={columns} rowKey={(usage) => usage.id} empty={<EmptyState title="No unbilled usage." />} />
+      <PagedTable list={list} caption="Requests with unbilled usage" hideCaption columns={columns} rowKey={(usage) => usage.id} empty={<EmptyState title="No unbilled usage." />} />
     </Section>
   )
 }

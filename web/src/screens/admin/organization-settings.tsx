@@ -22,7 +22,7 @@ function fieldOf(param: string): keyof SettingsValues | null {
 }
 
 /** Plan tier, RPM ceiling, model allow-list and data residency of one organization. */
-export function OrganizationSettings({ organization, onSaved }: { organization: AdminOrganization; onSaved: (next: AdminOrganization) => void }) {
+export function OrganizationSettings({ organization, onSaved }: { organization: AdminOrganization; onSaved: (next: AdminOrganization | null) => void }) {
   const choices = useCatalogChoices()
   const form = useForm<SettingsValues>({
     initial: valuesOf(organization),
@@ -30,7 +30,7 @@ export function OrganizationSettings({ organization, onSaved }: { organization: 
     fieldOf,
     submit: async (values) => {
       const changes = settingsChanges(organization, values)
-      if (Object.keys(changes).length === 0) return
+      if (Object.keys(changes).length === 0) return onSaved(null)
       const next = await accountApi().admin.organizations.update(organization.id, changes)
       form.reset(valuesOf(next))
       onSaved(next)
@@ -43,7 +43,7 @@ export function OrganizationSettings({ organization, onSaved }: { organization: 
 
   return (
     <Section title="Plan and limits">
-      <Form state={form} label="Plan and limits">
+      <Form state={form} label="Plan and limits" class="form narrow-form">
         <SelectField label="Plan tier" hint="Sets the default RPM limit and the models the plan offers." error={form.errors.plan_tier} value={form.values.plan_tier} onChange={(event) => form.set('plan_tier', event.currentTarget.value)}>
           {planTiers.map((tier) => (
             <option key={tier} value={tier}>

@@ -6,13 +6,14 @@ import { useResource } from '../../lib/use-resource'
 import { Badge, Button, ConfirmDialog, ErrorAlert, PageHeader, Section, Skeleton, SuccessAlert, TextAreaField, statusTone } from '../../ui'
 import { CreditForm } from './credit-form'
 import { OperatorGate } from './operator-gate'
+import { CreditLedger, OrganizationAuditTrail, useCreditLedger } from './organization-records'
 import { OrganizationSettings } from './organization-settings'
 
-/** Operators: one organization: its state, suspension, plan and limits, and credit top-ups. */
+/** Operators: one organization: its state, suspension, plan and limits, credit top-ups, its credit ledger and audit trail. */
 export function AdminOrganizationPage({ id }: { id: string }) {
   const organizationId = decodeURIComponent(id)
   const organization = useResource((signal) => accountApi().admin.organizations.retrieve(organizationId, { signal }), [organizationId])
-  const [credits, setCredits] = useState<AdminCredit[]>([])
+  const ledger = useCreditLedger(organizationId)
   const [notice, setNotice] = useState<string | null>(null)
 
   const changed = (next: AdminOrganization, message: string) => {
@@ -20,7 +21,7 @@ export function AdminOrganizationPage({ id }: { id: string }) {
     setNotice(message)
   }
   const credited = (credit: AdminCredit) => {
-    setCredits((current) => [credit, ...current.filter((earlier) => earlier.id !== credit.id)])
+    ledger.reload()
     organization.setData((current) => (current ? { ...current, balance_egp: credit.balance_egp } : current))
     setNotice(`Added ${formatEgp(credit.amount_egp)}. The balance is now ${formatEgp(credit.balance_egp)}.`)
   }
@@ -42,8 +43,10 @@ export function AdminOrganizationPage({ id }: { id: string }) {
           {notice && <SuccessAlert>{notice}</SuccessAlert>}
           <Facts organization={current} />
           <StatusSection organization={current} onChanged={changed} />
-          <OrganizationSettings organization={current} onSaved={(next) => changed(next, 'Settings saved.')} />
-          <CreditForm organization={current} credits={credits} onCredited={credited} />
+          <OrganizationSettings organization={current} onSaved={(next) => (next ? changed(next, 'Settings saved.') : setNotice('Nothing to save: the settings are as they were.'))} />
+          <CreditForm organization={current} onCredited={credited} />
+          <CreditLedger organization={current} ledger={ledger} />
+          <OrganizationAuditTrail organization={current} />
         </>
       )}
     </OperatorGate>
