@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { parseCreditAmount } from '../../../web/src/screens/admin/credit-amount'
-import { costMicros, egpToMicros, microsToEgp } from '../../../web/src/screens/models/prices'
+import { costMicros } from '../../../web/src/screens/models/prices'
 
 describe('parseCreditAmount', () => {
   test('turns typed EGP into the exact decimal and micro-EGP, without float rounding', () => {
@@ -22,14 +22,13 @@ describe('parseCreditAmount', () => {
 
 describe('costMicros', () => {
   test('prices usage by the gateway rule, rounding the total up to a micro-EGP', () => {
-    // 7 x 0.15 + 3 x 0.6 = 2.85 micro-EGP per million tokens times a million... here: ceil((7*150000 + 3*600000) / 1e6) = ceil(2.85) = 3
+    // ceil((7 x 150,000 + 3 x 600,000) / 1,000,000) = ceil(2.85) = 3 micro-EGP
     expect(costMicros({ prompt_tokens: 7, completion_tokens: 3 }, { input_price_egp_per_1m: '0.15', output_price_egp_per_1m: '0.6' })).toBe(3n)
     expect(costMicros({ prompt_tokens: 1_000_000, completion_tokens: 2_000_000 }, { input_price_egp_per_1m: '12.345678', output_price_egp_per_1m: '40' })).toBe(92_345_678n)
     expect(costMicros({ prompt_tokens: 0, completion_tokens: 0 }, { input_price_egp_per_1m: '5', output_price_egp_per_1m: '5' })).toBe(0n)
   })
 
-  test('egpToMicros and microsToEgp round-trip the API form', () => {
-    expect(['0.000001', '12.5', '-3.25', 'x'].map(egpToMicros)).toEqual([1n, 12_500_000n, -3_250_000n, null])
-    expect(microsToEgp(92_345_678n)).toBe('92.345678')
+  test('knows no cost for a price that is not a decimal EGP string', () => {
+    expect(costMicros({ prompt_tokens: 1, completion_tokens: 1 }, { input_price_egp_per_1m: '1e3', output_price_egp_per_1m: '1' })).toBeNull()
   })
 })

@@ -1,7 +1,7 @@
-import { formatCount, formatEgp } from '../../lib/format'
+import { formatCount, formatEgp, microsToEgp } from '../../lib/format'
 import type { ModelObject } from '../../lib/sdk'
 import { Button, ErrorAlert, Section } from '../../ui'
-import { costMicros, microsToEgp } from '../models/prices'
+import { costMicros } from '../models/prices'
 import type { StreamedAnswer } from './use-chat-stream'
 
 const endings: Record<string, string> = {
