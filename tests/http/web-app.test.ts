@@ -4,7 +4,7 @@ import { Catalog } from '../../server/core/catalog'
 import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
 import { buildApp } from '../../server/http/app'
 import { dashboardContentSecurityPolicy } from '../../server/http/routes/web'
-import { failedBuildRetryMs, WebBundle, webEntry, type Bundler } from '../../server/http/web-bundle'
+import { buildWeb, failedBuildRetryMs, WebBundle, webAssetsPath, webEntry, type Bundler } from '../../server/http/web-bundle'
 import { acceptsGzip } from '../../server/http/web-file'
 import { dashboardPaths } from '../../web/paths'
 import { createTempDir } from '../support/databases'
@@ -197,6 +197,15 @@ describe('building the dashboard', () => {
     const inputs = Object.keys(output.metafile!.inputs)
     expect(inputs.filter((path) => /node_modules\/(elysia|@sinclair\/typebox|postgres|drizzle-orm|redis|@electric-sql)\//.test(path) || /^(\.\.\/)*server\//.test(path))).toEqual([])
     expect(inputs).toContain('sdk/src/client.ts')
+  })
+
+  test('links every stylesheet it writes from the page: a lazily loaded screen cannot bring one of its own', async () => {
+    const built = await buildWeb()
+    const page = new TextDecoder().decode(built.page.body)
+    const stylesheets = [...built.assets.keys()].filter((name) => name.endsWith('.css'))
+
+    expect(stylesheets.length).toBeGreaterThan(0)
+    expect(stylesheets.filter((name) => !page.includes(`${webAssetsPath}${name}`))).toEqual([])
   })
 
   test('puts a screen loaded with import() in its own chunk, served under /assets/', async () => {

@@ -1,5 +1,3 @@
-import './admin.css'
-
 export { AdminDeploymentsPage } from './deployments'
 export { AdminModelsPage } from './models'
 export { AdminOrganizationPage } from './organization'

@@ -1,4 +1,2 @@
-import './models.css'
-
 export { ModelPage } from './model-page'
 export { ModelsPage } from './models-page'

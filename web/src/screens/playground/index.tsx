@@ -1,3 +1,1 @@
-import './playground.css'
-
 export { PlaygroundPage } from './playground-page'
