@@ -1,28 +1,10 @@
 import { computed, signal } from '@preact/signals'
+import { can as roleCan, type MembershipRole, type OrgAction } from '@nilegate/shared/roles'
 import type { Me, Organization } from './sdk'
 
 /** A membership role, most powerful first. */
-export type Role = 'owner' | 'admin' | 'member' | 'reader'
-
-/**
- * What each role may do in an organization: the server's matrix (server/core/governance/roles.ts),
- * mirrored so that screens offer only the actions the server will allow.
- */
-export const permissions = {
-  'organization.read': ['owner', 'admin', 'member', 'reader'],
-  'organization.update': ['owner', 'admin'],
-  'members.read': ['owner', 'admin', 'member', 'reader'],
-  'members.manage': ['owner', 'admin'],
-  'owners.manage': ['owner'],
-  'projects.read': ['owner', 'admin', 'member', 'reader'],
-  'projects.manage': ['owner', 'admin'],
-  'api_keys.read': ['owner', 'admin', 'member', 'reader'],
-  'api_keys.manage': ['owner', 'admin', 'member'],
-  'usage.read': ['owner', 'admin', 'member', 'reader'],
-  'audit_logs.read': ['owner', 'admin'],
-} as const satisfies Record<string, readonly Role[]>
-
-export type OrgAction = keyof typeof permissions
+export type Role = MembershipRole
+export type { OrgAction }
 
 /** One organization of the signed-in user and their role in it. */
 export interface Membership {
@@ -64,7 +46,7 @@ export const billingTimeZone = computed(() => currentOrganization.value?.billing
 /** Whether the signed-in user's role in the current organization allows `action`. */
 export function can(action: OrgAction): boolean {
   const current = role.value
-  return current !== null && (permissions[action] as readonly Role[]).includes(current)
+  return current !== null && roleCan(current, action)
 }
 
 /** Acts on the organization `id` from now on, and remembers it on this browser (its id only). */

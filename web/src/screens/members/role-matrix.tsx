@@ -1,6 +1,4 @@
-import { permissions, type OrgAction, type Role } from '../../lib/session'
-
-const roles: Role[] = ['owner', 'admin', 'member', 'reader']
+import { can, membershipRoles, type OrgAction } from '@nilegate/shared/roles'
 
 const actionNames: Record<OrgAction, string> = {
   'organization.read': 'See the organization and its balance',
@@ -25,7 +23,7 @@ export function RoleMatrix() {
         <thead>
           <tr>
             <th scope="col">Action</th>
-            {roles.map((role) => (
+            {membershipRoles.map((role) => (
               <th key={role} scope="col">
                 {role}
               </th>
@@ -36,8 +34,8 @@ export function RoleMatrix() {
           {(Object.keys(actionNames) as OrgAction[]).map((action) => (
             <tr key={action}>
               <th scope="row">{actionNames[action]}</th>
-              {roles.map((role) => {
-                const allowed = (permissions[action] as readonly Role[]).includes(role)
+              {membershipRoles.map((role) => {
+                const allowed = can(role, action)
                 return (
                   <td key={role} class={allowed ? 'allowed' : 'denied'}>
                     <span aria-hidden="true">{allowed ? '✓' : '—'}</span>
