@@ -5,7 +5,7 @@ import { passwordProblem } from '../../lib/password-policy'
 import type { AuthSession } from '../../lib/sdk'
 import { me } from '../../lib/session'
 import { cursorPage, usePagedList } from '../../lib/use-resource'
-import { Badge, Button, ConfirmDialog, Form, PageHeader, PagedTable, Section, SuccessAlert, TextField, useForm, type Column } from '../../ui'
+import { Badge, Button, ConfirmDialog, Form, NewPasswordFields, PageHeader, PagedTable, Section, SuccessAlert, TextField, useForm, type Column } from '../../ui'
 
 /** /account: who is signed in, their password, and their sessions. */
 export function AccountPage() {
@@ -109,16 +109,7 @@ function ChangePasswordForm({ onChanged }: { onChanged: () => void }) {
       {changed && <SuccessAlert>Your password is changed. Your other sessions have ended; this one goes on.</SuccessAlert>}
       <div class="form-grid">
         <TextField label="Current password" type="password" autocomplete="current-password" required {...form.text('current_password')} error={form.errors.current_password} />
-        <TextField
-          label="New password"
-          type="password"
-          autocomplete="new-password"
-          required
-          hint="At least 8 characters."
-          {...form.text('new_password')}
-          error={form.errors.new_password}
-        />
-        <TextField label="New password again" type="password" autocomplete="new-password" required {...form.text('confirm')} error={form.errors.confirm} />
+        <NewPasswordFields form={form} name="new_password" confirm="confirm" />
       </div>
       <div class="form-actions">
         <Button type="submit" variant="primary" busy={form.submitting}>

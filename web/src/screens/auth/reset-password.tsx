@@ -3,7 +3,7 @@ import { accountApi } from '../../lib/api'
 import { takeFragmentToken } from '../../lib/fragment-token'
 import { passwordProblem } from '../../lib/password-policy'
 import { signOut } from '../../lib/session'
-import { Button, Form, LinkButton, PageHeader, SuccessAlert, TextField, useForm } from '../../ui'
+import { Button, Form, LinkButton, NewPasswordFields, PageHeader, SuccessAlert, useForm } from '../../ui'
 
 /** /reset-password#token=...: the link of the reset mail. */
 export function ResetPasswordPage() {
@@ -48,16 +48,7 @@ export function ResetPasswordPage() {
         </>
       ) : (
         <Form state={form} label="Choose a new password">
-          <TextField
-            label="New password"
-            type="password"
-            autocomplete="new-password"
-            required
-            hint="At least 8 characters."
-            {...form.text('new_password')}
-            error={form.errors.new_password}
-          />
-          <TextField label="New password again" type="password" autocomplete="new-password" required {...form.text('confirm')} error={form.errors.confirm} />
+          <NewPasswordFields form={form} name="new_password" confirm="confirm" />
           <div class="form-actions">
             <Button type="submit" variant="primary" busy={form.submitting}>
               Set the new password

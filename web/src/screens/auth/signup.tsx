@@ -2,8 +2,7 @@ import { useLocation } from 'preact-iso'
 import { accountApi, navigateTo, refreshSession, safeNextPath } from '../../lib/api'
 import { emailProblem, passwordProblem } from '../../lib/password-policy'
 import { csrfToken, csrfTokenOf } from '../../lib/session'
-import { Button, Form, TextField, useForm } from '../../ui'
-import { PageHeader } from '../../ui'
+import { Button, Form, NewPasswordFields, PageHeader, TextField, useForm } from '../../ui'
 
 /** /signup: creates the account, logs in, and mails the verification link. */
 export function SignupPage() {
@@ -33,15 +32,7 @@ export function SignupPage() {
       <Form state={form} label="Create your account">
         <TextField label="Your name" optional autocomplete="name" {...form.text('name')} error={form.errors.name} />
         <TextField label="E-mail address" type="email" autocomplete="email" required {...form.text('email')} error={form.errors.email} />
-        <TextField
-          label="Password"
-          type="password"
-          autocomplete="new-password"
-          required
-          hint="At least 8 characters."
-          {...form.text('password')}
-          error={form.errors.password}
-        />
+        <NewPasswordFields form={form} name="password" label="Password" />
         <div class="form-actions">
           <Button type="submit" variant="primary" busy={form.submitting}>
             Create account
