@@ -1,25 +1,15 @@
 import { accountApi } from '../../lib/api'
 import { formatDateTime, formatEgp } from '../../lib/format'
-import type { AdminCreditTransaction, AdminOrganization, AuditLog } from '../../lib/sdk'
+import type { AdminCreditTransaction, AdminOrganization } from '../../lib/sdk'
 import { cursorPage, usePagedList, type PagedList } from '../../lib/use-resource'
-import { Badge, EmptyState, PagedTable, Section, type Column } from '../../ui'
-import { AuditDiff } from '../audit/audit-diff'
+import { EmptyState, PagedTable, Section, type Column } from '../../ui'
+import { ActorName, auditColumns } from '../audit/audit-columns'
 
 const creditKinds: Record<AdminCreditTransaction['kind'], string> = { top_up: 'top-up', demo_credit: 'demo credit', adjustment: 'adjustment', refund: 'refund' }
 
 /** The organization's credit ledger, newest first; `reload` after a top-up shows it. */
 export function useCreditLedger(organizationId: string): PagedList<AdminCreditTransaction> {
   return usePagedList((cursor, signal) => accountApi().admin.organizations.credits(organizationId, { after: cursor, limit: 10 }, { signal }).then(cursorPage), [organizationId])
-}
-
-/** Who did it, as an audit record or a ledger row names them. */
-function actorOf(actor: { type: string; id: string; email: string | null } | null) {
-  if (actor === null) return <span class="muted">—</span>
-  return (
-    <>
-      <bdi>{actor.email ?? actor.id}</bdi> {actor.type !== 'user' && <Badge tone="info">{actor.type.replace('_', ' ')}</Badge>}
-    </>
-  )
 }
 
 /** Credits added to the organization, top-ups first of all. */
@@ -30,7 +20,7 @@ export function CreditLedger({ organization, ledger }: { organization: AdminOrga
     { header: 'Kind', cell: (credit) => creditKinds[credit.kind] ?? credit.kind },
     { header: 'Amount', numeric: true, cell: (credit) => formatEgp(credit.amount_egp) },
     { header: 'Reason', cell: (credit) => (credit.note ? <span dir="auto">{credit.note}</span> : '—') },
-    { header: 'By', cell: (credit) => actorOf(credit.actor) },
+    { header: 'By', cell: (credit) => <ActorName actor={credit.actor} /> },
   ]
   return (
     <Section title="Credit ledger">
@@ -41,26 +31,8 @@ export function CreditLedger({ organization, ledger }: { organization: AdminOrga
 
 /** The organization's audit trail, newest first, as its owners see it. */
 export function OrganizationAuditTrail({ organization }: { organization: AdminOrganization }) {
-  const zone = organization.billing_time_zone
   const records = usePagedList((cursor, signal) => accountApi().admin.organizations.auditLogs(organization.id, { after: cursor, limit: 10 }, { signal }).then(cursorPage), [organization.id])
-  const columns: Column<AuditLog>[] = [
-    { header: 'When', cell: (record) => formatDateTime(record.effective_at, zone) },
-    { header: 'Who', cell: (record) => actorOf(record.actor) },
-    {
-      header: 'What',
-      cell: (record) => (
-        <>
-          <code>{record.type}</code>
-          <br />
-          <span class="muted small">
-            {record.target.type} <span class="mono">{record.target.id}</span>
-          </span>
-        </>
-      ),
-    },
-    { header: 'From', cell: (record) => <span class="mono">{record.ip_address ?? '—'}</span> },
-    { header: 'Changes', cell: (record) => <AuditDiff changes={record.changes} /> },
-  ]
+  const columns = auditColumns(organization.billing_time_zone)
   return (
     <Section title="Audit trail">
       <PagedTable caption="Audit records" hideCaption list={records} columns={columns} rowKey={(record) => record.id} empty={<EmptyState title="No records yet." />} />

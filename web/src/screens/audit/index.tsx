@@ -1,11 +1,11 @@
 import { useState } from 'preact/hooks'
 import { api } from '../../lib/api'
-import { describeTimeZone, formatDateTime, nextDate, startOfDayIn } from '../../lib/format'
+import { describeTimeZone, nextDate, startOfDayIn } from '../../lib/format'
 import type { AuditLog, AuditLogListParams, OrganizationUser } from '../../lib/sdk'
 import { billingTimeZone, can } from '../../lib/session'
 import { cursorPage, usePagedList, useResource } from '../../lib/use-resource'
-import { Badge, Button, Form, PageHeader, PagedTable, SelectField, TextField, useForm, type Column } from '../../ui'
-import { AuditDiff } from './audit-diff'
+import { Button, Form, PageHeader, PagedTable, SelectField, TextField, useForm } from '../../ui'
+import { auditColumns } from './audit-columns'
 
 /** Actions the trail records, offered as suggestions for the event type filter. */
 const knownActions = [
@@ -89,32 +89,7 @@ function AuditTrail() {
   const projectName = (id: string | null) => (id === null ? '—' : (projects.data?.data.find((project) => project.id === id)?.name ?? id))
   const actorName = (record: AuditLog) => record.actor.email ?? members.data?.data.find((member: OrganizationUser) => member.id === record.actor.id)?.email ?? record.actor.id
 
-  const columns: Column<AuditLog>[] = [
-    { header: 'When', cell: (record) => formatDateTime(record.effective_at, zone) },
-    {
-      header: 'Who',
-      cell: (record) => (
-        <>
-          <bdi>{actorName(record)}</bdi> {record.actor.type !== 'user' && <Badge tone="info">{record.actor.type.replace('_', ' ')}</Badge>}
-        </>
-      ),
-    },
-    {
-      header: 'What',
-      cell: (record) => (
-        <>
-          <code>{record.type}</code>
-          <br />
-          <span class="muted small">
-            {record.target.type} <span class="mono">{record.target.id}</span>
-          </span>
-        </>
-      ),
-    },
-    { header: 'Project', cell: (record) => <bdi>{projectName(record.project_id)}</bdi> },
-    { header: 'From', cell: (record) => <span class="mono">{record.ip_address ?? '—'}</span> },
-    { header: 'Changes', cell: (record) => <AuditDiff changes={record.changes} /> },
-  ]
+  const columns = auditColumns(zone, { actorName, project: (record) => <bdi>{projectName(record.project_id)}</bdi> })
 
   return (
     <div>
