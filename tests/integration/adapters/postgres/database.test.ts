@@ -36,8 +36,8 @@ describeEachDatabase('openDatabase', (context) => {
     expect(await countAppliedMigrations(db)).toBe(migrationCount)
     expect(await countPublicTables(db)).toBe(tablesBefore)
     // 7 of the inference core, 7 of governance (migration 0001), deployments (0002), usage totals
-    // (0005), spend checkpoints and usage epochs (0006).
-    expect(tablesBefore).toBe(18)
+    // (0005), spend checkpoints and usage epochs (0006), password resets (0009).
+    expect(tablesBefore).toBe(19)
   })
 
   test('the usage totals migration sums the rows written before it, and the triggers carry on from there; 0006 keeps an index built before it', async () => {
@@ -46,7 +46,7 @@ describeEachDatabase('openDatabase', (context) => {
     const org = tenant.organizationId
     const row = (name: string, costMicros: bigint, createdAt: string) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date(createdAt) })
     await db.usage.insertUsageEvents([row('a', 10n, '2026-06-01T10:00:00Z'), row('b', 20n, '2026-06-01T10:05:00Z')])
-    // The database as it was before migration 0005 (and 0006 to 0008), with its rows; the index of 0006
+    // The database as it was before migration 0005 (and 0006 to 0009), with its rows; the index of 0006
     // built beforehand by hand, as an operator with a large ledger does.
     const totals = journal.entries.find((entry) => entry.tag === '0005_usage_totals')!
     await db.drizzle.execute(sql`DROP TABLE usage_totals, spend_checkpoints, usage_epochs`)
@@ -57,6 +57,7 @@ describeEachDatabase('openDatabase', (context) => {
     // undone too, and applied again after them.
     await db.drizzle.execute(sql`ALTER TABLE deployments DROP COLUMN developer_role`)
     await db.drizzle.execute(sql`ALTER TABLE usage_events DROP COLUMN unbilled_prompt_tokens, DROP COLUMN unbilled_completion_tokens, DROP COLUMN unbilled_micros`)
+    await db.drizzle.execute(sql`DROP TABLE password_resets`)
     await db.drizzle.execute(sql`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= ${totals.when}`)
 
     await db.migrate()
