@@ -10,6 +10,7 @@ export { CheckboxField, Field, SelectField, TextAreaField, TextField, type Contr
 export { Form, useForm, type FormErrors, type FormOptions, type FormState, type FormValues } from './form'
 export { NewPasswordFields } from './new-password-fields'
 export { PageHeader, Section } from './page-header'
+export { SearchForm } from './search-form'
 export { Skeleton, Spinner } from './spinner'
 export { DataTable, LoadMore, PagedTable, type Column, type DataTableProps } from './table'
 export { Tabs, type TabItem } from './tabs'

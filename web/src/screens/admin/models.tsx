@@ -3,7 +3,7 @@ import { accountApi } from '../../lib/api'
 import { dateInZone, formatCount, formatDateTime, formatEgp } from '../../lib/format'
 import type { ModelObject, UnbilledUsage } from '../../lib/sdk'
 import { cursorPage, usePagedList, useResource } from '../../lib/use-resource'
-import { Badge, Button, ConfirmDialog, DataTable, Dialog, EmptyState, ErrorAlert, Form, PageHeader, PagedTable, Section, SelectField, Skeleton, SuccessAlert, TextField, statusTone, useForm, type Column } from '../../ui'
+import { Badge, Button, ConfirmDialog, DataTable, Dialog, EmptyState, ErrorAlert, Form, PageHeader, PagedTable, SearchForm, Section, SelectField, Skeleton, SuccessAlert, TextField, statusTone, useForm, type Column } from '../../ui'
 import { listAllModels } from '../models/catalog'
 import { formatCatalogDate, modelPath } from '../models/lifecycle'
 import { localTimeZone, OperatorGate } from './operator-gate'
@@ -142,20 +142,9 @@ function UnbilledUsageSection() {
   return (
     <Section title="Unbilled usage">
       <p class="muted">Settlement never charges more than a request's hold; what an upstream reported beyond it is recorded here.</p>
-      <form
-        role="search"
-        class="filters"
-        aria-label="Filter unbilled usage"
-        onSubmit={(event) => {
-          event.preventDefault()
-          setApplied(organization.trim())
-        }}
-      >
+      <SearchForm label="Filter unbilled usage" submitLabel="Filter" onSearch={() => setApplied(organization.trim())}>
         <TextField label="Organization ID" optional autocomplete="off" value={organization} onInput={(event) => setOrganization(event.currentTarget.value)} />
-        <div class="form-actions">
-          <Button type="submit">Filter</Button>
-        </div>
-      </form>
+      </SearchForm>
       <PagedTable list={list} caption="Requests with unbilled usage" hideCaption columns={columns} rowKey={(usage) => usage.id} empty={<EmptyState title="No unbilled usage." />} />
     </Section>
   )

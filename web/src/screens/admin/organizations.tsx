@@ -3,7 +3,7 @@ import { accountApi } from '../../lib/api'
 import { formatDateTime, formatEgp } from '../../lib/format'
 import type { AdminOrganization, AdminOrganizationListParams } from '../../lib/sdk'
 import { cursorPage, usePagedList } from '../../lib/use-resource'
-import { Badge, Button, EmptyState, PageHeader, PagedTable, SelectField, TextField, statusTone, type Column } from '../../ui'
+import { Badge, EmptyState, PageHeader, PagedTable, SearchForm, SelectField, TextField, statusTone, type Column } from '../../ui'
 import { localTimeZone, OperatorGate } from './operator-gate'
 
 type StatusFilter = '' | 'active' | 'suspended'
@@ -37,33 +37,22 @@ export function AdminOrganizationsPage() {
     return accountApi().admin.organizations.page(params, { signal }).then(cursorPage)
   }, [applied.q, applied.status])
 
-  const search = (event: Event) => {
-    event.preventDefault()
-    setApplied({ q: query.trim(), status })
-  }
-
   return (
     <OperatorGate title="Organizations">
       <PageHeader title="Organizations" description="Every organization on the platform: suspend or reactivate one, change its plan and limits, add credit." />
-      <form role="search" class="filters" aria-label="Search organizations" onSubmit={search}>
+      <SearchForm label="Search organizations" onSearch={() => setApplied({ q: query.trim(), status })}>
         <TextField label="Search" type="search" hint="Part of a name, or an organization's exact id." value={query} onInput={(event) => setQuery(event.currentTarget.value)} />
         <SelectField label="Status" value={status} onChange={(event) => setStatus(event.currentTarget.value as StatusFilter)}>
           <option value="">Any status</option>
           <option value="active">Active</option>
           <option value="suspended">Suspended</option>
         </SelectField>
-        <div class="form-actions">
-          <Button type="submit" variant="primary">
-            Search
-          </Button>
-        </div>
-      </form>
+      </SearchForm>
       <PagedTable
         list={list}
         caption="Organizations"
         hideCaption
         columns={columns}
-       
         rowKey={(organization) => organization.id}
         empty={<EmptyState title={applied.q || applied.status ? 'No organization matches.' : 'No organizations yet.'} />}
       />

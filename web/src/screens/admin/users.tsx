@@ -4,7 +4,7 @@ import { formatDateTime } from '../../lib/format'
 import { me } from '../../lib/session'
 import type { AdminUser } from '../../lib/sdk'
 import { cursorPage, usePagedList } from '../../lib/use-resource'
-import { Badge, Button, ConfirmDialog, EmptyState, PageHeader, PagedTable, SuccessAlert, TextField, statusTone, type Column } from '../../ui'
+import { Badge, Button, ConfirmDialog, EmptyState, PageHeader, PagedTable, SearchForm, SuccessAlert, TextField, statusTone, type Column } from '../../ui'
 import { localTimeZone, OperatorGate } from './operator-gate'
 
 /** Operators: every user of the platform, found by e-mail address; disable and enable accounts. */
@@ -59,29 +59,15 @@ export function AdminUsersPage() {
   return (
     <OperatorGate title="Users">
       <PageHeader title="Users" description="Every account on the platform. Disabling one ends its sessions and refuses new ones." />
-      <form
-        role="search"
-        class="filters"
-        aria-label="Find a user"
-        onSubmit={(event) => {
-          event.preventDefault()
-          setApplied(email.trim())
-        }}
-      >
+      <SearchForm label="Find a user" onSearch={() => setApplied(email.trim())}>
         <TextField label="E-mail address" type="search" autocomplete="off" hint="The whole address; empty lists everyone." value={email} onInput={(event) => setEmail(event.currentTarget.value)} />
-        <div class="form-actions">
-          <Button type="submit" variant="primary">
-            Search
-          </Button>
-        </div>
-      </form>
+      </SearchForm>
       {notice && <SuccessAlert>{notice}</SuccessAlert>}
       <PagedTable
         list={list}
         caption="Users"
         hideCaption
         columns={columns}
-       
         rowKey={(user) => user.id}
         empty={<EmptyState title={applied ? `No user has the address ${applied}.` : 'No users yet.'} />}
       />
