@@ -15,63 +15,112 @@ import {
   type Deployment,
 } from './core/catalog'
 
-const egp = t.String({ pattern: '^\\d+(\\.\\d{1,6})?$' })
+// Every object refuses keys it does not know: a misspelt setting (`timeout_ms`) would otherwise be
+// dropped without a word and its default used. The descriptions are what editors show from
+// docs/catalog.schema.json, which is this schema written out (`catalogJsonSchema`).
+const strict = { additionalProperties: false }
 
-const Circuit = t.Object({ failures: t.Optional(Type.Integer({ minimum: 1 })), cooldown_ms: t.Optional(Type.Integer({ minimum: 1 })) })
+const egp = (description: string) => t.String({ pattern: '^\\d+(\\.\\d{1,6})?$', description })
 
-const DeploymentEntry = t.Object({
-  id: t.Optional(t.String({ minLength: 1 })),
-  provider: t.Union([t.Literal('simulator'), t.Literal('openai-compatible')]),
-  base_url: t.Optional(t.String()),
-  upstream_model: t.Optional(t.String()),
-  region: t.Optional(t.String()),
-  weight: t.Optional(Type.Integer({ minimum: 1 })),
-  max_concurrent: t.Optional(Type.Integer({ minimum: 1 })),
-  api_key_env: t.Optional(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
-  developer_role: t.Optional(t.Union([t.Literal('developer'), t.Literal('system')])),
-  timeouts_ms: t.Optional(
-    t.Object({
-      connect: t.Optional(Type.Integer({ minimum: 1 })),
-      first_token: t.Optional(Type.Integer({ minimum: 1 })),
-      idle: t.Optional(Type.Integer({ minimum: 1 })),
-      total: t.Optional(Type.Integer({ minimum: 1 })),
-    }),
-  ),
-  circuit: t.Optional(Circuit),
-  simulator: t.Optional(t.Object({ ttft_ms: t.Optional(Type.Integer({ minimum: 0 })), inter_token_ms: t.Optional(Type.Integer({ minimum: 0 })) })),
-})
+const positiveInteger = (description: string) => Type.Integer({ minimum: 1, description })
 
-const ModelEntry = t.Object({
-  // Requests name a model in at most 256 characters.
-  id: t.String({ minLength: 1, maxLength: 256 }),
-  owned_by: t.String(),
-  status: t.Optional(t.Union([t.Literal('live'), t.Literal('retired')])),
-  modality: t.Union([t.Literal('chat'), t.Literal('embeddings')]),
-  context_window: Type.Integer({ minimum: 1 }),
-  max_output_tokens: Type.Integer({ minimum: 0 }),
-  region: t.String(),
-  weights: t.String(),
-  published: t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
-  input_price_egp: egp,
-  output_price_egp: egp,
-  prices_are_samples: t.Optional(t.Boolean()),
-  embedding_dimensions: t.Optional(Type.Integer({ minimum: 1 })),
-  supports_dimensions: t.Optional(t.Boolean()),
-  retires_on: t.Optional(t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
-  replacement: t.Optional(t.String()),
-  deployments: t.Array(DeploymentEntry),
-})
+const Circuit = t.Object(
+  {
+    failures: t.Optional(positiveInteger('Failures in a row that open the circuit (default 5).')),
+    cooldown_ms: t.Optional(positiveInteger('How long an open circuit skips the deployment before one request tries it again (default 30000).')),
+  },
+  { ...strict, description: 'When a deployment is taken out after failures, and for how long.' },
+)
+
+const DeploymentEntry = t.Object(
+  {
+    id: t.Optional(t.String({ minLength: 1, description: 'Unique in the file; its health is kept across reloads. Default: the model id and the position, `model#0`.' })),
+    provider: t.Union([t.Literal('simulator'), t.Literal('openai-compatible')], { description: '`openai-compatible` for any upstream speaking the OpenAI wire format (vLLM, SGLang, TGI, llama.cpp, Ollama, hosted APIs); `simulator` for the built-in one.' }),
+    base_url: t.Optional(t.String({ description: 'The upstream\'s base URL, up to `/v1` (http or https, no credentials, query or fragment); required for openai-compatible.' })),
+    upstream_model: t.Optional(t.String({ description: 'The model name the upstream knows (default: the model id).' })),
+    region: t.Optional(t.String({ description: 'Where the deployment runs, for organizations that require a region (default: the model\'s region).' })),
+    weight: t.Optional(positiveInteger('Share of the requests relative to the other deployments (default 1).')),
+    max_concurrent: t.Optional(positiveInteger('Requests in flight at most on this deployment; past it, another one or 503 engine_unavailable (default: unlimited).')),
+    api_key_env: t.Optional(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'The environment variable that holds the upstream\'s API key (the key itself is never in the file).' })),
+    developer_role: t.Optional(t.Union([t.Literal('developer'), t.Literal('system')], { description: '`system` sends `developer` messages as `system`, for upstreams whose chat template drops roles it does not know (default `developer`).' })),
+    timeouts_ms: t.Optional(
+      t.Object(
+        {
+          connect: t.Optional(positiveInteger('Until the upstream answers with its headers; also the limit of each health probe (default 5000).')),
+          first_token: t.Optional(positiveInteger('From the request to the first chunk of a stream (default 60000).')),
+          idle: t.Optional(positiveInteger('Between two chunks of a stream (default 60000).')),
+          total: t.Optional(positiveInteger('The whole call (default 600000).')),
+        },
+        { ...strict, description: 'Deadlines of an upstream call, in milliseconds.' },
+      ),
+    ),
+    circuit: t.Optional(Circuit),
+    simulator: t.Optional(
+      t.Object(
+        {
+          ttft_ms: t.Optional(Type.Integer({ minimum: 0, description: 'Delay before the first token (default 0).' })),
+          inter_token_ms: t.Optional(Type.Integer({ minimum: 0, description: 'Delay between tokens (default 0).' })),
+        },
+        { ...strict, description: 'Pace of the simulator\'s answers.' },
+      ),
+    ),
+  },
+  { ...strict, description: 'Where the model is served: the simulator, or an OpenAI-compatible upstream.' },
+)
+
+const calendarDate = (description: string) => t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description })
+
+const ModelEntry = t.Object(
+  {
+    // Requests name a model in at most 256 characters.
+    id: t.String({ minLength: 1, maxLength: 256, description: 'The name clients send as `model`; may contain `/`.' }),
+    owned_by: t.String({ description: 'Who provides the model, shown in `GET /v1/models`.' }),
+    status: t.Optional(t.Union([t.Literal('live'), t.Literal('retired')], { description: '`retired` retires the model at once (default `live`).' })),
+    modality: t.Union([t.Literal('chat'), t.Literal('embeddings')], { description: 'The endpoint that serves it.' }),
+    context_window: positiveInteger('Tokens of prompt and output together.'),
+    max_output_tokens: Type.Integer({ minimum: 0, description: 'Output tokens of a request that sets no `max_tokens`: what it is held for, and the `max_tokens` sent upstream.' }),
+    region: t.String({ description: 'Where the model runs, for organizations that require a region (`EG`, `EU`).' }),
+    weights: t.String({ description: 'Shown in the catalog, such as `Open weights`.' }),
+    published: calendarDate('The release date, YYYY-MM-DD; the `created` of `GET /v1/models`.'),
+    input_price_egp: egp('EGP per 1,000,000 prompt tokens, a decimal string with up to 6 decimals.'),
+    output_price_egp: egp('EGP per 1,000,000 output tokens, a decimal string with up to 6 decimals.'),
+    prices_are_samples: t.Optional(t.Boolean({ description: 'Marks the prices as illustrative samples rather than a price list (default false).' })),
+    embedding_dimensions: t.Optional(positiveInteger('Length of the embedding vectors.')),
+    supports_dimensions: t.Optional(t.Boolean({ description: 'Whether requests may ask for fewer `dimensions` (default false).' })),
+    retires_on: t.Optional(calendarDate('The retirement date, YYYY-MM-DD: until then answers carry Deprecation and Sunset, from 00:00 UTC 403 model_sunset.')),
+    replacement: t.Optional(t.String({ description: 'The model to use instead once it retires.' })),
+    deployments: t.Array(DeploymentEntry, { description: 'At least one for a live model; requests go to the least loaded healthy one for its weight.' }),
+  },
+  { ...strict, description: 'A model of the catalog.' },
+)
 
 /**
  * The file named by NILEGATE_CONFIG (snake_case JSON): catalog entries and their deployments, the
  * circuit settings of deployments that set none, and how often deployments are probed.
  */
-export const CatalogFile = t.Object({
-  circuit: t.Optional(Circuit),
-  health_probes: t.Optional(t.Object({ interval_ms: t.Optional(Type.Integer({ minimum: 0 })) })),
-  models: t.Array(ModelEntry),
-})
+export const CatalogFile = t.Object(
+  {
+    $schema: t.Optional(t.String({ description: 'This file\'s JSON Schema, for editors (docs/catalog.schema.json); the gateway ignores it.' })),
+    circuit: t.Optional(Circuit),
+    health_probes: t.Optional(
+      t.Object(
+        { interval_ms: t.Optional(Type.Integer({ minimum: 0, description: 'Milliseconds between probes of each openai-compatible deployment, ±20%; 0 never probes (default 10000).' })) },
+        { ...strict, description: 'Active health checks: GET {base_url}/models with the deployment\'s key.' },
+      ),
+    ),
+    models: t.Array(ModelEntry, { description: 'The models the gateway serves.' }),
+  },
+  { ...strict, title: 'nilegate catalog file', description: 'Models, prices and deployments of a nilegate gateway (NILEGATE_CONFIG).' },
+)
 export type CatalogFile = typeof CatalogFile.static
+
+/**
+ * The catalog file's JSON Schema (draft-07) as docs/catalog.schema.json holds it, for editors and
+ * other tools: the very schema the gateway validates files with, as plain JSON.
+ */
+export function catalogJsonSchema(): Record<string, unknown> {
+  return { $schema: 'http://json-schema.org/draft-07/schema#', ...JSON.parse(JSON.stringify(CatalogFile)) }
+}
 
 function circuitOf(entry: typeof Circuit.static | undefined, fallback: CircuitSettings): CircuitSettings {
   return { failures: entry?.failures ?? fallback.failures, cooldownMs: entry?.cooldown_ms ?? fallback.cooldownMs }
