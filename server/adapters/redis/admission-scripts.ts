@@ -3,7 +3,7 @@
  * positions (documented in each .lua header).
  */
 import type { LateUsage } from '../../core/admission'
-import type { RedisClient } from './client'
+import type { RedisConnection } from './connect-redis'
 import { RedisScript } from './redis-script'
 import adjustSource from './scripts/adjust.lua' with { type: 'text' }
 import admitSource from './scripts/admit.lua' with { type: 'text' }
@@ -105,7 +105,7 @@ export type AdmitReply =
   | ['quota_exceeded' | 'insufficient_balance' | 'spending_cap_reached' | 'project_spend_cap_exceeded' | 'not_loaded' | 'duplicate']
 
 /** Admits requests of one organization and month in one script run; one reply each, in order. */
-export async function runAdmit(client: RedisClient, keys: OrgKeys, p: AdmitParams): Promise<AdmitReply[]> {
+export async function runAdmit(client: RedisConnection, keys: OrgKeys, p: AdmitParams): Promise<AdmitReply[]> {
   // Each key's window once in KEYS, after the three the script always uses.
   const windows = new Map<string, number>()
   const args = [p.month, String(p.windowMs), String(p.releaseLimit)]
@@ -134,7 +134,7 @@ export interface SettleParams {
 export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already_settled' | 'pending' | 'loading']
 
 /** Settles requests of one organization and month in one script run; one reply each, in order. */
-export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettleParams): Promise<SettleReply[]> {
+export async function runSettle(client: RedisConnection, keys: OrgKeys, p: SettleParams): Promise<SettleReply[]> {
   const args = [p.month, String(p.monthTtlMs), String(p.keptTtlMs)]
   for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.nowMs + p.settledRetentionMs))
   const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.legacyHolds, keys.settled, keys.fence, keys.kept, keys.watch], args)
@@ -142,7 +142,7 @@ export async function runSettle(client: RedisClient, keys: OrgKeys, p: SettlePar
 }
 
 /** Releases up to `limit` expired holds; returns how many it released. */
-export async function runReleaseExpired(client: RedisClient, keys: OrgKeys, nowMs: number, limit: number): Promise<number> {
+export async function runReleaseExpired(client: RedisConnection, keys: OrgKeys, nowMs: number, limit: number): Promise<number> {
   const reply = await releaseExpiredScript.run(client, [keys.account, keys.legacyHolds], [String(nowMs), String(limit)])
   return reply as number
 }
@@ -163,12 +163,12 @@ function spendPairs(p: LoadCountersParams): string[] {
   return pairs
 }
 
-export async function runLoadCounters(client: RedisClient, keys: OrgKeys, p: LoadCountersParams & { revision: string }): Promise<void> {
+export async function runLoadCounters(client: RedisConnection, keys: OrgKeys, p: LoadCountersParams & { revision: string }): Promise<void> {
   await loadCountersScript.run(client, [keys.account, keys.spend(p.month), keys.kept], [String(p.balanceMicros), String(p.monthTtlMs), p.revision, ...spendPairs(p)])
 }
 
 /** The watch's token, or null when the counters are absent. */
-export async function runWatchSettled(client: RedisClient, keys: OrgKeys, nowMs: number, untilMs: number, token: string): Promise<string | null> {
+export async function runWatchSettled(client: RedisConnection, keys: OrgKeys, nowMs: number, untilMs: number, token: string): Promise<string | null> {
   const reply = await watchSettledScript.run(client, [keys.account, keys.watch], [String(nowMs), String(untilMs), token])
   return (reply as string | null) ?? null
 }
@@ -181,14 +181,14 @@ export interface AdjustParams extends LoadCountersParams {
 
 export type AdjustReply = 'adjusted' | 'stale' | 'out_of_range'
 
-export async function runAdjust(client: RedisClient, keys: OrgKeys, p: AdjustParams): Promise<AdjustReply> {
+export async function runAdjust(client: RedisConnection, keys: OrgKeys, p: AdjustParams): Promise<AdjustReply> {
   const args = [p.revision, p.newRevision, String(p.balanceMicros), String(p.monthTtlMs), String(p.maxMicros), ...spendPairs(p)]
   const reply = (await adjustScript.run(client, [keys.account, keys.spend(p.month)], args)) as number
   return reply === 1 ? 'adjusted' : reply === 0 ? 'stale' : 'out_of_range'
 }
 
 /** The fence's token and the kept settlements' ids, or null when the counters are loaded. */
-export async function runBeginLoad(client: RedisClient, keys: OrgKeys, token: string, fenceMs: number): Promise<{ token: string; keptIds: string[] } | null> {
+export async function runBeginLoad(client: RedisConnection, keys: OrgKeys, token: string, fenceMs: number): Promise<{ token: string; keptIds: string[] } | null> {
   const reply = (await beginLoadScript.run(client, [keys.account, keys.fence, keys.kept], [token, String(fenceMs)])) as string[]
   if (reply.length === 0) return null
   const [current, ...keptIds] = reply as [string, ...string[]]
@@ -202,7 +202,7 @@ export interface FinishLoadParams extends LoadCountersParams {
 }
 
 /** Returns whether it loaded. */
-export async function runFinishLoad(client: RedisClient, keys: OrgKeys, p: FinishLoadParams): Promise<boolean> {
+export async function runFinishLoad(client: RedisConnection, keys: OrgKeys, p: FinishLoadParams): Promise<boolean> {
   const args = [p.token, String(p.balanceMicros), p.month, String(p.monthTtlMs), String(p.forgetAtMs), String(p.recordedIds.length), ...p.recordedIds, ...spendPairs(p)]
   const reply = await finishLoadScript.run(client, [keys.account, keys.spend(p.month), keys.fence, keys.kept, keys.settled], args)
   return reply === 1
@@ -218,7 +218,7 @@ export interface ApplyLateParams {
 }
 
 /** The rows applied and the micro-EGP debited, or null when the counters are absent or not the rebuild's. */
-export async function runApplyLate(client: RedisClient, keys: OrgKeys, p: ApplyLateParams): Promise<{ applied: number; debitedMicros: bigint } | null> {
+export async function runApplyLate(client: RedisConnection, keys: OrgKeys, p: ApplyLateParams): Promise<{ applied: number; debitedMicros: bigint } | null> {
   const args = [p.month, String(p.nowMs), String(p.forgetAtMs), String(p.monthTtlMs), p.loadToken, crypto.randomUUID()]
   for (const row of p.rows) args.push(row.requestId, String(row.costMicros), row.month, row.keyId, row.projectId)
   const reply = (await applyLateScript.run(client, [keys.account, keys.spend(p.month), keys.settled, keys.watch], args)) as [number, string] | []
@@ -228,7 +228,7 @@ export async function runApplyLate(client: RedisClient, keys: OrgKeys, p: ApplyL
 
 export type CreditReply = ['credited', string] | ['not_loaded' | 'overflow']
 
-export async function runCredit(client: RedisClient, keys: OrgKeys, amountMicros: bigint, maxBalanceMicros: bigint): Promise<CreditReply> {
+export async function runCredit(client: RedisConnection, keys: OrgKeys, amountMicros: bigint, maxBalanceMicros: bigint): Promise<CreditReply> {
   const reply = await creditScript.run(client, [keys.account, keys.fence], [String(amountMicros), String(maxBalanceMicros), crypto.randomUUID()])
   return reply as CreditReply
 }
@@ -244,7 +244,7 @@ export interface SnapshotReply {
 }
 
 /** Null when the counters are absent, or `watch` (token and now ms) ended or is another's. */
-export async function runSnapshot(client: RedisClient, keys: OrgKeys, month: string, watch?: { token: string; nowMs: number }): Promise<SnapshotReply | null> {
+export async function runSnapshot(client: RedisConnection, keys: OrgKeys, month: string, watch?: { token: string; nowMs: number }): Promise<SnapshotReply | null> {
   const snapshotKeys = [keys.account, keys.spend(month), keys.legacyHolds]
   const reply = (await (watch ? snapshotScript.run(client, [...snapshotKeys, keys.watch], [watch.token, String(watch.nowMs)]) : snapshotScript.run(client, snapshotKeys, []))) as string[][]
   if (reply.length === 0) return null

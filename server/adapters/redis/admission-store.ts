@@ -48,7 +48,8 @@ import {
   type SnapshotReply,
 } from './admission-scripts'
 import { TurnBatches, TurnEnd } from './turn-batches'
-import { redisFailure, withDeadline, type RedisClient } from './client'
+import { redisFailure, withDeadline } from './client'
+import { isRedisCluster, type RedisConnection } from './connect-redis'
 
 export interface RedisAdmissionStoreOptions {
   /** Put before every key (outside the hash tag): isolates tests, or deployments sharing a Redis. */
@@ -89,15 +90,18 @@ export class RedisAdmissionStore implements AdmissionStore {
   private readonly loadFenceMs: number
   /**
    * Where the admissions and the settlements of a turn are sent. The PING (one a turn that has
-   * any, about a microsecond of Redis's time) makes node-redis write them in that turn.
+   * any, about a microsecond of Redis's time) makes node-redis write them in that turn. A cluster
+   * client writes to a connection per master, and a PING would reach one of them: none is sent.
    */
-  private readonly turn = new TurnEnd(() => void this.client.ping().catch(() => {}))
+  private readonly turn = new TurnEnd(() => {
+    if (!isRedisCluster(this.client)) void this.client.ping().catch(() => {})
+  })
   /** Admissions and settlements of this turn of the event loop, by organization and month: one script run each. */
   private readonly admissions = new TurnBatches<AdmitRequest, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests), this.turn)
   private readonly settlements = new TurnBatches<Settlement, SettleReply>(callsPerRun, (settlements) => this.runSettlements(settlements), this.turn)
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly client: RedisConnection,
     options: RedisAdmissionStoreOptions = {},
   ) {
     this.keyPrefix = options.keyPrefix ?? ''
@@ -108,10 +112,13 @@ export class RedisAdmissionStore implements AdmissionStore {
     this.loadFenceMs = options.loadFenceMs ?? defaultLoadFenceMs
   }
 
-  /** Sends every script with SCRIPT LOAD: call at start (a script that is missing later is loaded again). */
+  /**
+   * Sends every script with SCRIPT LOAD (to every master of a cluster): call at start (a script
+   * that is missing later is loaded again).
+   */
   async loadScripts(): Promise<void> {
     try {
-      await withDeadline(Promise.all(admissionScripts.map((script) => script.load(this.client))), this.commandTimeoutMs)
+      await withDeadline(Promise.all(admissionScripts.map((script) => script.loadEverywhere(this.client))), this.commandTimeoutMs)
     } catch (error) {
       throw redisFailure(error)
     }

@@ -24,8 +24,7 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
     commandOptions: { timeout: 0 },
     socket: {
       connectTimeout: options.connectTimeoutMs ?? 1_000,
-      // Capped exponential backoff with jitter, so many gateways do not reconnect in step.
-      reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, 2_000) + Math.floor(Math.random() * 50),
+      reconnectStrategy: reconnectDelayMs,
     },
   })
   // node-redis emits 'error' on every failed attempt (and throws without a listener): say it once per outage.
@@ -46,8 +45,13 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
 
 export type RedisClient = ReturnType<typeof createRedisClient>
 
-/** Resolves once the client is connected; service_unavailable after `timeoutMs`. */
-export async function waitForRedis(client: RedisClient, timeoutMs: number): Promise<void> {
+/** Capped exponential backoff with jitter, so many gateways do not reconnect in step. */
+export function reconnectDelayMs(retries: number): number {
+  return Math.min(50 * 2 ** retries, 2_000) + Math.floor(Math.random() * 50)
+}
+
+/** Resolves once the client (of one server or of a cluster) is connected; service_unavailable after `timeoutMs`. */
+export async function waitForRedis(client: { readonly isReady: boolean }, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs
   while (!client.isReady) {
     if (performance.now() > deadline) throw new GatewayError('service_unavailable', `Redis is not reachable within ${timeoutMs} ms.`)

@@ -15,7 +15,7 @@ import {
   type LoginLimits,
 } from '../../core/login-limiter'
 import { answerWithin } from '../../core/answer-within'
-import type { RedisClient } from './client'
+import type { RedisConnection } from './connect-redis'
 import { RedisScript } from './redis-script'
 import loginAttemptSource from './scripts/login-attempt.lua' with { type: 'text' }
 import loginWindowSource from './scripts/login-window.lua' with { type: 'text' }
@@ -55,7 +55,7 @@ export class RedisLoginLimiter implements LoginLimiter {
   private degraded = false
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly client: RedisConnection,
     options: RedisLoginLimiterOptions = {},
   ) {
     this.limits = { ...defaultLoginLimits, ...options.limits }

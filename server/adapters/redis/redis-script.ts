@@ -1,14 +1,26 @@
 import { ErrorReply } from 'redis'
-import type { RedisClient } from './client'
+import { isRedisCluster, type RedisClusterClient, type RedisConnection } from './connect-redis'
+
+/** What SCRIPT LOAD is sent on: one server's client, or one node's client of a cluster. */
+interface ScriptLoader {
+  scriptLoad(source: string): Promise<string>
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof ErrorReply && error.message.startsWith('NOSCRIPT')
+}
 
 /**
  * A Lua script run with EVALSHA. Its SHA-1 is computed here, so it can run before SCRIPT LOAD was
  * sent; when Redis answers NOSCRIPT (restarted, or SCRIPT FLUSH), it is loaded again and re-run.
+ * On a Redis Cluster it runs on the master of its first key's slot (every key of a script shares
+ * one hash tag), and each master keeps its own scripts: NOSCRIPT there (a replica promoted, a node
+ * added) is answered by sending the script itself with EVAL, which that node then keeps.
  */
 export class RedisScript {
   readonly sha: string
   // One SCRIPT LOAD at a time per client, however many calls hit NOSCRIPT together.
-  private readonly loading = new WeakMap<RedisClient, Promise<void>>()
+  private readonly loading = new WeakMap<ScriptLoader, Promise<void>>()
 
   constructor(
     readonly name: string,
@@ -17,7 +29,7 @@ export class RedisScript {
     this.sha = new Bun.CryptoHasher('sha1').update(source).digest('hex')
   }
 
-  load(client: RedisClient): Promise<void> {
+  load(client: ScriptLoader): Promise<void> {
     let loading = this.loading.get(client)
     if (!loading) {
       loading = client
@@ -31,16 +43,34 @@ export class RedisScript {
     return loading
   }
 
-  async run(client: RedisClient, keys: string[], args: string[]): Promise<unknown> {
+  /** SCRIPT LOAD on the server, or on every master of a cluster. */
+  async loadEverywhere(connection: RedisConnection): Promise<void> {
+    if (!isRedisCluster(connection)) return this.load(connection)
+    await Promise.all(connection.masters.map(async (master) => this.load(await connection.nodeClient(master))))
+  }
+
+  async run(connection: RedisConnection, keys: string[], args: string[]): Promise<unknown> {
+    if (isRedisCluster(connection)) return this.runOnCluster(connection, keys, args)
     // The command as Redis takes it: node-redis's evalSha builds the same array with a
     // transformation per call, a fifth of the client's CPU for each script run.
     const command = ['EVALSHA', this.sha, String(keys.length), ...keys, ...args]
     try {
-      return await client.sendCommand(command)
+      return await connection.sendCommand(command)
     } catch (error) {
-      if (!(error instanceof ErrorReply) || !error.message.startsWith('NOSCRIPT')) throw error
-      await this.load(client)
-      return client.sendCommand(command)
+      if (!isNoScript(error)) throw error
+      await this.load(connection)
+      return connection.sendCommand(command)
+    }
+  }
+
+  private async runOnCluster(cluster: RedisClusterClient, keys: string[], args: string[]): Promise<unknown> {
+    const [slotKey] = keys
+    if (slotKey === undefined) throw new Error(`${this.name}.lua was given no key to choose its cluster node by`)
+    try {
+      return await cluster.sendCommand(slotKey, false, ['EVALSHA', this.sha, String(keys.length), ...keys, ...args])
+    } catch (error) {
+      if (!isNoScript(error)) throw error
+      return cluster.sendCommand(slotKey, false, ['EVAL', this.source, String(keys.length), ...keys, ...args])
     }
   }
 }
