@@ -7,6 +7,7 @@ import { waitForRedis } from '../../server/adapters/redis/client'
 import { connectRedis, isRedisCluster, type RedisClusterClient } from '../../server/adapters/redis/connect-redis'
 import { RedisLoginLimiter } from '../../server/adapters/redis/login-limiter'
 import { redisPassLease } from '../../server/adapters/redis/pass-lease'
+import { parseRedisUrl } from '../../server/adapters/redis/redis-url'
 import { randomBase62 } from '../../server/core/api-keys'
 import type { GovernanceChange } from '../../server/core/governance/changes'
 import { describeAdmissionStore } from '../support/admission-conformance'
@@ -38,6 +39,38 @@ describeAdmissionStore('RedisAdmissionStore (two gateways on a Redis Cluster)', 
 async function mastersOf(client: RedisClusterClient) {
   return Promise.all(client.masters.map(async (master) => ({ port: master.port, node: await client.nodeClient(master) })))
 }
+
+describe('REDIS_URL', () => {
+  test('names one server as node-redis reads it, or a cluster by the nodes it starts from', () => {
+    expect(parseRedisUrl('redis://:secret@10.0.0.9:6380/2')).toEqual({ cluster: false, url: 'redis://:secret@10.0.0.9:6380/2' })
+    expect(parseRedisUrl('redis+cluster://gateway:p%40ss@10.0.0.1:7000,redis-b,[fd00::3]:7002/')).toEqual({
+      cluster: true,
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: 'redis-b', port: 6379 },
+        { host: 'fd00::3', port: 7002 },
+      ],
+      username: 'gateway',
+      password: 'p@ss',
+      tls: false,
+    })
+    expect(parseRedisUrl('rediss+cluster://:secret@redis-a:6380')).toEqual({ cluster: true, nodes: [{ host: 'redis-a', port: 6380 }], password: 'secret', tls: true })
+  })
+
+  test('refuses a cluster URL with a database, options or a bad port, without repeating its password', () => {
+    const refusals = ['redis+cluster://:secret@a:7000/3', 'redis+cluster://:secret@a:7000?timeout=1', 'redis+cluster://:secret@a:70000', 'redis+cluster://:secret@'].map((url) => {
+      try {
+        parseRedisUrl(url)
+        return null
+      } catch (error) {
+        return (error as Error).message
+      }
+    })
+
+    expect(refusals.every((message) => message !== null && !message.includes('secret'))).toBe(true)
+    expect(refusals[0]).toContain('database 0 alone')
+  })
+})
 
 describe('the Redis adapters on a Redis Cluster', () => {
   test('keeps each organization on one slot, and spreads organizations over every master', async () => {

@@ -47,7 +47,11 @@ interface Started {
   logFile: string
 }
 
-const nodeTimeoutMs = 1_000
+/**
+ * The nodes' cluster-node-timeout: a master that stops answering is marked failed only after this
+ * long, so its replica cannot take over before.
+ */
+export const clusterNodeTimeoutMs = 1_000
 const readyTimeoutMs = 20_000
 const running = new Set<Started>()
 const directories = new Set<string>()
@@ -97,7 +101,7 @@ async function launch(dir: string): Promise<Started | null> {
     [
       'redis-server',
       ...['--port', String(port), '--cluster-port', String(busPort), '--bind', '127.0.0.1'],
-      ...['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(nodeTimeoutMs)],
+      ...['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(clusterNodeTimeoutMs)],
       ...['--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', logFile],
     ],
     { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' },
