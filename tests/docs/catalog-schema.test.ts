@@ -56,3 +56,22 @@ describe('docs/catalog.schema.json', () => {
     else expect(String(gatewaySays)).toStartWith(`${verdict}: `)
   })
 })
+
+describe('the examples of docs/catalog.md', async () => {
+  const page = await Bun.file(new URL('../../docs/catalog.md', import.meta.url).pathname).text()
+  const examples = [...page.matchAll(/^```json\n([\s\S]*?)^```$/gm)].map((match) => JSON.parse(match[1]!) as Record<string, unknown>)
+  const wholeFile = examples.find((example) => 'models' in example)!
+  const deployment = examples.find((example) => 'provider' in example)!
+
+  test('a whole catalog file the gateway takes', () => {
+    expect(gatewayVerdict(wholeFile)).toBe(true)
+  })
+
+  test('a deployment whose developer_role, timeouts and circuit are the defaults, as the page says', () => {
+    const [written] = parseCatalogContents(file({ deployments: [deployment] })).models[0]!.deployments
+    const { developer_role, timeouts_ms, circuit, ...rest } = deployment
+    const [defaulted] = parseCatalogContents(file({ deployments: [rest] })).models[0]!.deployments
+
+    expect(written).toEqual(defaulted!)
+  })
+})
