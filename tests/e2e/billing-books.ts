@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect } from 'bun:test'
 import postgres from 'postgres'
-import { createClient } from 'redis'
 import { RedisAdmissionStore } from '../../server/adapters/redis/admission-store'
 import { createRedisClient, waitForRedis, type RedisClient } from '../../server/adapters/redis/client'
 import { billingMonth, defaultBillingTimeZone, type OrgSnapshot } from '../../server/core/admission'
@@ -8,9 +7,6 @@ import { hashApiKey } from '../../server/core/api-keys'
 import { createPostgresDatabase } from '../support/databases'
 import { childEnv, runBun } from '../support/processes'
 import { teardown, writeFaultCatalog } from './fault-scenario'
-
-/** The Redis database index the billing fault tests own (11, 13 and 14 belong to other suites). */
-export const billingRedisUrl = 'redis://127.0.0.1:6379/12'
 
 /** What `bun server/cli.ts reconcile --json` printed for one organization. */
 export interface ReconcileLine {
@@ -30,15 +26,16 @@ export interface ReconcileLine {
 export class BillingBooks {
   private constructor(
     private readonly databaseUrl: string,
+    private readonly redisUrl: string,
     private readonly sql: postgres.Sql,
     private readonly redis: RedisClient,
     private readonly store: RedisAdmissionStore,
   ) {}
 
-  static async open(databaseUrl: string): Promise<BillingBooks> {
-    const redis = createRedisClient(billingRedisUrl, { log: () => {} })
+  static async open(databaseUrl: string, redisUrl: string): Promise<BillingBooks> {
+    const redis = createRedisClient(redisUrl, { log: () => {} })
     await waitForRedis(redis, 5_000)
-    return new BillingBooks(databaseUrl, postgres(databaseUrl, { max: 2, onnotice: () => {} }), redis, new RedisAdmissionStore(redis))
+    return new BillingBooks(databaseUrl, redisUrl, postgres(databaseUrl, { max: 2, onnotice: () => {} }), redis, new RedisAdmissionStore(redis))
   }
 
   async close(): Promise<void> {
@@ -69,7 +66,7 @@ export class BillingBooks {
   /** Runs the reconcile command (Redis counters against this ledger); its lines by organization. */
   async reconcile(options: { dryRun?: boolean } = {}): Promise<Map<string, ReconcileLine>> {
     const args = ['server/cli.ts', 'reconcile', '--json', ...(options.dryRun ? ['--dry-run'] : [])]
-    const { code, stdout, stderr } = await runBun(args, childEnv({ DATABASE_URL: this.databaseUrl, REDIS_URL: billingRedisUrl }), 30_000)
+    const { code, stdout, stderr } = await runBun(args, childEnv({ DATABASE_URL: this.databaseUrl, REDIS_URL: this.redisUrl }), 30_000)
     if (code !== 0) throw new Error(`reconcile exited with ${code}:\n${stdout}${stderr}`)
     const lines = stdout
       .split('\n')
@@ -79,14 +76,6 @@ export class BillingBooks {
   }
 }
 
-/** Empties the billing tests' Redis database; with `scripts`, drops every loaded script too (as a restart would). */
-export async function flushBillingRedis(options: { scripts?: boolean } = {}): Promise<void> {
-  const client = await createClient({ url: billingRedisUrl }).connect()
-  await client.flushDb()
-  if (options.scripts) await client.scriptFlush()
-  await client.close()
-}
-
 /** Asserts the two books agree for `orgId`: counters loaded, no open hold, balance = credits - ledger. */
 export async function expectBooksBalanced(books: BillingBooks, orgId: string): Promise<void> {
   const [counters, ledger] = await Promise.all([books.counters(orgId), books.ledger(orgId)])
@@ -94,17 +83,15 @@ export async function expectBooksBalanced(books: BillingBooks, orgId: string): P
 }
 
 /**
- * The hooks of a fault file: the fault catalog is written first and removed last, and the billing
- * Redis database is flushed around the file. Read `path` inside hooks and tests.
+ * The hooks of a fault file: the fault catalog is written first and removed last. Read `path`
+ * inside hooks and tests.
  */
 export function useFaultCatalog(): { readonly path: string } {
   let catalog: Awaited<ReturnType<typeof writeFaultCatalog>> | null = null
   beforeAll(async () => {
     catalog = await writeFaultCatalog()
-    await flushBillingRedis()
   })
-  afterAll(async () => {
-    await flushBillingRedis()
+  afterAll(() => {
     catalog?.remove()
   })
   return {
@@ -115,11 +102,11 @@ export function useFaultCatalog(): { readonly path: string } {
   }
 }
 
-/** A scratch Postgres database and the books on it; `cleanup` closes and drops them. */
-export async function openScratchBooks(cleanup: ReturnType<typeof teardown>): Promise<{ databaseUrl: string; books: BillingBooks }> {
+/** A scratch Postgres database and the books on it and on `redisUrl`; `cleanup` closes and drops them. */
+export async function openScratchBooks(cleanup: ReturnType<typeof teardown>, redisUrl: string): Promise<{ databaseUrl: string; books: BillingBooks }> {
   const database = await createPostgresDatabase()
   cleanup.push(() => database.drop())
-  const books = await BillingBooks.open(database.url)
+  const books = await BillingBooks.open(database.url, redisUrl)
   cleanup.push(() => books.close())
   return { databaseUrl: database.url, books }
 }

@@ -1,13 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { useRedisServer } from '../support/redis-server'
 import { waitFor } from '../support/wait-for'
-import { BillingBooks, billingRedisUrl, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
+import { BillingBooks, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
 import { chat, egp, openSlowStream, quickModel, request, servedIds, slowStreamTotalMs, tally, teardown, worstCaseMicros } from './fault-scenario'
 
 // A gateway that dies holds money it never settles: the hold must expire and be released (I2)
 // while the organization keeps being admitted within what the hold leaves (I1).
 
 const catalog = useFaultCatalog()
+// A server of the file's own: the scenario may cut it off, flush it or restart it.
+const redis = useRedisServer()
 
 describe('a gateway killed with SIGKILL in the middle of a stream', () => {
   const marginMs = 3_000
@@ -17,9 +20,9 @@ describe('a gateway killed with SIGKILL in the middle of a stream', () => {
   let books: BillingBooks
 
   beforeAll(async () => {
-    const scratch = await openScratchBooks(cleanup)
+    const scratch = await openScratchBooks(cleanup, redis.current.url())
     books = scratch.books
-    const options = { database: 'postgres' as const, sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env: { REDIS_URL: billingRedisUrl, RESERVATION_MARGIN_MS: String(marginMs) } }
+    const options = { database: 'postgres' as const, sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env: { REDIS_URL: redis.current.url(), RESERVATION_MARGIN_MS: String(marginMs) } }
     ;[doomed, survivor] = await Promise.all([startGateway(options), startGateway(options)])
     cleanup.push(() => doomed.stop())
     cleanup.push(() => survivor.stop())

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { postgresAddress } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { flushOwnRedis, useRedisServer } from '../support/redis-server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { waitFor } from '../support/wait-for'
-import { BillingBooks, billingRedisUrl, expectBooksBalanced, flushBillingRedis, openScratchBooks, useFaultCatalog } from './billing-books'
+import { BillingBooks, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
 import { chat, quickModel, request, servedIds, tally, teardown, worstCaseMicros, type Answer } from './fault-scenario'
 
 // Two gateways on one Redis and one Postgres. Gateway B's usage rows cannot reach the database for
@@ -12,6 +14,8 @@ import { chat, quickModel, request, servedIds, tally, teardown, worstCaseMicros,
 // agree without a reconcile.
 
 const catalog = useFaultCatalog()
+// A server of the file's own: the scenario may cut it off, flush it or restart it.
+const redis = useRedisServer()
 
 describe('Redis loses its data while another gateway still holds usage rows', () => {
   const cleanup = teardown()
@@ -21,11 +25,11 @@ describe('Redis loses its data while another gateway still holds usage rows', ()
   let books: BillingBooks
 
   beforeAll(async () => {
-    const scratch = await openScratchBooks(cleanup)
+    const scratch = await openScratchBooks(cleanup, redis.current.url())
     books = scratch.books
-    databaseProxy = startTcpProxy({ hostname: '127.0.0.1', port: 5432 })
+    databaseProxy = startTcpProxy(postgresAddress())
     cleanup.push(() => databaseProxy.stop())
-    const env = { REDIS_URL: billingRedisUrl }
+    const env = { REDIS_URL: redis.current.url() }
     gatewayA = await startGateway({ database: 'postgres', sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env })
     cleanup.push(() => gatewayA.stop())
     gatewayB = await startGateway({ database: 'postgres', sharedDatabaseUrl: databaseProxy.via(scratch.databaseUrl), catalogPath: catalog.path, env })
@@ -51,7 +55,7 @@ describe('Redis loses its data while another gateway still holds usage rows', ()
     databaseProxy.refusing = true
     databaseProxy.cut()
     const heldByB = await Promise.all(Array.from({ length: 8 }, () => ask(gatewayB)))
-    await flushBillingRedis()
+    await flushOwnRedis(redis.current.url())
     const rebuiltByA = await ask(gatewayA)
     databaseProxy.refusing = false
 

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { maxMicros } from '../../server/core/admission'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { useRedisServer } from '../support/redis-server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { waitFor } from '../support/wait-for'
-import { BillingBooks, billingRedisUrl, expectBooksBalanced, flushBillingRedis, openScratchBooks, useFaultCatalog } from './billing-books'
+import { BillingBooks, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
 import { chat, egp, pacedModel, request, servedIds, tally, teardown, worstCaseMicros, type Answer } from './fault-scenario'
 
 // Redis restarted without persistence while two organizations send load: it is unreachable for a
@@ -12,6 +13,8 @@ import { chat, egp, pacedModel, request, servedIds, tally, teardown, worstCaseMi
 // past its credit (I1) and the books agree afterwards (I3).
 
 const catalog = useFaultCatalog()
+// A server of the file's own: the scenario may cut it off, flush it or restart it.
+const redis = useRedisServer()
 
 describe('Redis restarted under load', () => {
   const workersPerKey = 12
@@ -22,12 +25,12 @@ describe('Redis restarted under load', () => {
   let books: BillingBooks
 
   beforeAll(async () => {
-    const scratch = await openScratchBooks(cleanup)
+    const scratch = await openScratchBooks(cleanup, redis.current.url())
     books = scratch.books
-    proxy = startTcpProxy({ hostname: '127.0.0.1', port: 6379 })
+    proxy = startTcpProxy({ hostname: '127.0.0.1', port: redis.current.port })
     cleanup.push(() => proxy.stop())
     // Usage rows wait up to 2 s in the gateway: the counters rebuilt after the restart must count them anyway.
-    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env: { REDIS_URL: proxy.via(billingRedisUrl), USAGE_FLUSH_MS: '2000' } })
+    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env: { REDIS_URL: proxy.via(redis.current.url()), USAGE_FLUSH_MS: '2000' } })
     cleanup.push(() => gateway.stop())
   }, 60_000)
 
@@ -98,8 +101,8 @@ describe('Redis restarted under load', () => {
     proxy.refusing = true
     proxy.cut()
     const cutAt = performance.now()
-    // What a restart without persistence loses: the data and the loaded scripts (NOSCRIPT next time).
-    await flushBillingRedis({ scripts: true })
+    // A restart without persistence: the data and the loaded scripts are gone (NOSCRIPT next time).
+    await redis.current.restart()
     // Redis comes back as soon as the gateway has refused a request of each organization, while
     // requests admitted before the cut are still running: they settle around the rebuild (kept
     // while the counters are absent, made to wait while the ledger is read, or applied after the

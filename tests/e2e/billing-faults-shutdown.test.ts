@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { useRedisServer } from '../support/redis-server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { waitFor } from '../support/wait-for'
-import { BillingBooks, billingRedisUrl, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
+import { BillingBooks, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
 import { chat, openSlowStream, quickModel, request, servedIds, tally, teardown, worstCaseMicros } from './fault-scenario'
 
 // Shutdown is an exit path like any other (SPEC 3): a gateway told to stop (SIGTERM) stops taking
@@ -11,6 +12,8 @@ import { chat, openSlowStream, quickModel, request, servedIds, tally, teardown, 
 // moment as the last requests end, and their settlements have to be sent again.
 
 const catalog = useFaultCatalog()
+// A server of the file's own: the scenario may cut it off, flush it or restart it.
+const redis = useRedisServer()
 
 describe('a gateway stopped with SIGTERM while streams run', () => {
   const cleanup = teardown()
@@ -19,12 +22,12 @@ describe('a gateway stopped with SIGTERM while streams run', () => {
   let proxy: TcpProxy
 
   beforeAll(async () => {
-    const scratch = await openScratchBooks(cleanup)
+    const scratch = await openScratchBooks(cleanup, redis.current.url())
     books = scratch.books
-    proxy = startTcpProxy({ hostname: '127.0.0.1', port: 6379 })
+    proxy = startTcpProxy({ hostname: '127.0.0.1', port: redis.current.port })
     cleanup.push(() => proxy.stop())
     // Usage rows wait in the gateway until a batch fills or it stops: only the shutdown writes them.
-    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env: { REDIS_URL: proxy.via(billingRedisUrl), USAGE_FLUSH_MS: '600000' } })
+    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: scratch.databaseUrl, catalogPath: catalog.path, env: { REDIS_URL: proxy.via(redis.current.url()), USAGE_FLUSH_MS: '600000' } })
     cleanup.push(() => gateway.stop())
   }, 60_000)
 

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { postgresAddress } from '../support/databases'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { useRedisServer } from '../support/redis-server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { waitFor } from '../support/wait-for'
-import { BillingBooks, billingRedisUrl, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
+import { BillingBooks, expectBooksBalanced, openScratchBooks, useFaultCatalog } from './billing-books'
 import { chat, quickModel, request, servedIds, tally, teardown, type Answer } from './fault-scenario'
 
 // Billing faults (DESIGN.md section 4), one file each: the database unreachable (here), a gateway
@@ -13,6 +15,8 @@ import { chat, quickModel, request, servedIds, tally, teardown, type Answer } fr
 // equal credits minus the ledger to the micro-EGP.
 
 const catalog = useFaultCatalog()
+// A server of the file's own: the scenario may cut it off, flush it or restart it.
+const redis = useRedisServer()
 
 describe('Postgres unreachable for 30 s', () => {
   const outageMs = 30_000
@@ -22,11 +26,11 @@ describe('Postgres unreachable for 30 s', () => {
   let books: BillingBooks
 
   beforeAll(async () => {
-    const scratch = await openScratchBooks(cleanup)
+    const scratch = await openScratchBooks(cleanup, redis.current.url())
     books = scratch.books
-    proxy = startTcpProxy({ hostname: '127.0.0.1', port: 5432 })
+    proxy = startTcpProxy(postgresAddress())
     cleanup.push(() => proxy.stop())
-    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: proxy.via(scratch.databaseUrl), catalogPath: catalog.path, env: { REDIS_URL: billingRedisUrl } })
+    gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: proxy.via(scratch.databaseUrl), catalogPath: catalog.path, env: { REDIS_URL: redis.current.url() } })
     cleanup.push(() => gateway.stop())
   }, 60_000)
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { generateApiKey } from '../../server/core/api-keys'
-import { createPostgresDatabase } from '../support/databases'
+import { createPostgresDatabase, postgresAddress } from '../support/databases'
 import { startGateway, type DemoTenantJson, type RunningGateway } from '../support/gateway-process'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { chatModel } from '../support/test-app'
@@ -22,7 +22,7 @@ describe('Postgres stops answering', () => {
 
   beforeAll(async () => {
     database = await createPostgresDatabase()
-    proxy = startTcpProxy({ hostname: '127.0.0.1', port: 5432 })
+    proxy = startTcpProxy(postgresAddress())
     gateway = await startGateway({ database: 'postgres', sharedDatabaseUrl: proxy.via(database.url) })
     tenant = await gateway.createDemoTenant()
     const login = await fetch(`${gateway.baseUrl}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: tenant.email, password: tenant.password }) })

@@ -6,18 +6,18 @@ import { createRedisClient, waitForRedis, type RedisClient } from '../../server/
 import { billingMonth, defaultBillingTimeZone } from '../../server/core/admission'
 import { boundTokensPerMessage, boundTokensPerRequest } from '../../server/core/hold-bound'
 import { formatEgp, parseEgp } from '../../server/core/money'
-import { flushRedisDatabase } from '../support/admission-redis'
 import { catalogFileModel } from '../support/catalog-file-model'
 import { createPostgresDatabase, createTempDir } from '../support/databases'
 import { jsonResponse, startFakeUpstream, upstreamCompletion, type FakeUpstream } from '../support/fake-upstream'
+import { forgetOrganizations } from '../support/forget-organizations'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { testRedisUrl } from '../support/redis-server'
 import { demoCatalogPath } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
 
 // The repro of issue #26 item 1: an upstream whose tokenizer makes a token of every byte (digits,
 // base64 and many scripts come close), against holds that counted 4 characters a token. Every
 // limit must hold: the balance, each key's monthly cap and the project's, and the books agree.
-const redisUrl = 'redis://127.0.0.1:6379/9'
 const model = 'e2e/byte-counted'
 const requests = 500
 const keysPerTenant = 10
@@ -136,9 +136,10 @@ describe('a burst of 16,000-digit prompts counted a token a byte upstream', () =
     let database: Awaited<ReturnType<typeof createPostgresDatabase>>
     const gateways: RunningGateway[] = []
     let redis: RedisClient
+    let redisUrl: string
 
     beforeAll(async () => {
-      await flushRedisDatabase(redisUrl)
+      redisUrl = await testRedisUrl(9)
       database = await createPostgresDatabase()
       redis = createRedisClient(redisUrl, { log: () => {} })
       await waitForRedis(redis, 5_000)
@@ -154,8 +155,8 @@ describe('a burst of 16,000-digit prompts counted a token a byte upstream', () =
     afterAll(async () => {
       await Promise.all(gateways.map((gateway) => gateway.stop()))
       redis?.destroy()
+      if (database) await forgetOrganizations(redisUrl, database.url)
       await database?.drop()
-      await flushRedisDatabase(redisUrl)
     }, 60_000)
 
     for (const limits of cases) {

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { createPostgresDatabase, createTempDir } from '../support/databases'
+import { createPostgresDatabase, createTempDir, postgresAddress } from '../support/databases'
+import { forgetOrganizations } from '../support/forget-organizations'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
 import { childEnv, runBun } from '../support/processes'
+import { testRedisUrl } from '../support/redis-server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { waitFor } from '../support/wait-for'
 
@@ -10,7 +12,6 @@ import { waitFor } from '../support/wait-for'
 // one database admitted a key with RPM 4 eight times a minute, and spent an organization's credit
 // twice over. So such an instance holds its database alone (a Postgres advisory lock on a
 // connection of its own, which Postgres drops with the connection), and instances on Redis share it.
-const redisUrl = 'redis://127.0.0.1:6379/14'
 const scratch = createTempDir('instance-lock')
 afterAll(() => scratch.remove())
 
@@ -43,6 +44,7 @@ function scratchDatabase() {
   }, 30_000)
   afterAll(async () => {
     for (const gateway of gateways) await gateway.stop()
+    if (created) await forgetOrganizations(await testRedisUrl(14), created.url)
     await created?.drop()
   }, 60_000)
   return { gateways, database: () => ({ url: created!.url }) }
@@ -55,7 +57,7 @@ describe('instances on one Postgres database without REDIS_URL', () => {
     gateways.push(await startGateway({ database: 'postgres', sharedDatabaseUrl: database().url }))
 
     const second = await refusedStart(database().url)
-    const withRedis = await refusedStart(database().url, { REDIS_URL: redisUrl })
+    const withRedis = await refusedStart(database().url, { REDIS_URL: await testRedisUrl(14) })
 
     expect(second.code).toBe(1)
     expect(second.lines.filter((line) => line.startsWith('nilegate did not start'))).toEqual([expect.stringContaining('set REDIS_URL')])
@@ -82,7 +84,7 @@ describe('instances on one Postgres database with REDIS_URL', () => {
   const { gateways, database } = scratchDatabase()
 
   test('both start, and one without REDIS_URL beside them refuses naming REDIS_URL', async () => {
-    const options = { database: 'postgres' as const, sharedDatabaseUrl: database().url, env: { REDIS_URL: redisUrl } }
+    const options = { database: 'postgres' as const, sharedDatabaseUrl: database().url, env: { REDIS_URL: await testRedisUrl(14) } }
     gateways.push(...(await Promise.all([startGateway(options), startGateway(options)])))
 
     const sole = await refusedStart(database().url)
@@ -98,7 +100,7 @@ describe('an instance without REDIS_URL that loses its connection to Postgres', 
   let proxy: TcpProxy
 
   beforeAll(() => {
-    proxy = startTcpProxy({ hostname: '127.0.0.1', port: 5432 })
+    proxy = startTcpProxy(postgresAddress())
   })
   afterAll(() => proxy?.stop())
 

@@ -2,21 +2,22 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { createClient } from 'redis'
 import { billingMonth } from '../../server/core/admission'
-import { flushRedisDatabase } from '../support/admission-redis'
 import { createPostgresDatabase } from '../support/databases'
+import { forgetOrganizations } from '../support/forget-organizations'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { testRedisUrl } from '../support/redis-server'
 import { chatModel } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
 
 // Two gateways on one Postgres and one Redis reconcile every second (taking turns). Counters
 // changed by hand in Redis drift from the ledger while a client keeps spending; a pass repairs
 // them, once, and the balance in Redis is then credits minus the ledger to the micro-EGP.
-const redisUrl = 'redis://127.0.0.1:6379/12'
+let redisUrl: string
 let database: Awaited<ReturnType<typeof createPostgresDatabase>>
 let gateways: RunningGateway[] = []
 
 beforeAll(async () => {
-  await flushRedisDatabase(redisUrl)
+  redisUrl = await testRedisUrl(12)
   database = await createPostgresDatabase()
   const options = { database: 'postgres' as const, sharedDatabaseUrl: database.url, env: { REDIS_URL: redisUrl, RECONCILE_INTERVAL_S: '1', USAGE_FLUSH_MS: '50' } }
   gateways = await Promise.all([startGateway(options), startGateway(options)])
@@ -24,8 +25,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(gateways.map((gateway) => gateway.stop()))
+  if (database) await forgetOrganizations(redisUrl, database.url)
   await database?.drop()
-  await flushRedisDatabase(redisUrl)
 }, 60_000)
 
 test('the gateways repair counters that drifted from the ledger while requests keep settling, once', async () => {

@@ -1,16 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
-import { flushRedisDatabase } from '../support/admission-redis'
+import { flushOwnRedis, useRedisServer } from '../support/redis-server'
 
-// A gateway whose Redis sits behind a proxy the test can silence or cut: admission fails closed
-// (503, never unbilled inference), and comes back with Redis; counters Redis lost are rebuilt.
-const redisDb = 13
+// A gateway whose Redis (a server of the file's own) sits behind a proxy the test can silence or
+// cut: admission fails closed (503, never unbilled inference), and comes back with Redis; counters
+// Redis lost are rebuilt.
+const redis = useRedisServer()
 let proxy: TcpProxy
 let gateway: RunningGateway
 let apiKey: string
-
-const flushRedis = () => flushRedisDatabase(`redis://127.0.0.1:6379/${redisDb}`)
 
 async function chat(): Promise<{ status: number; code: string | null; ms: number }> {
   const started = performance.now()
@@ -35,20 +34,19 @@ async function eventually(expected: number, timeoutMs: number): Promise<number> 
   return last
 }
 
-beforeAll(async () => {
-  await flushRedis()
-  proxy = startTcpProxy({ hostname: '127.0.0.1', port: 6379 })
-  gateway = await startGateway({ database: 'postgres', env: { REDIS_URL: proxy.via(`redis://127.0.0.1:6379/${redisDb}`) } })
-  apiKey = await gateway.createApiKey()
-}, 90_000)
-
-afterAll(async () => {
-  await gateway?.stop()
-  proxy?.stop()
-  await flushRedis()
-}, 60_000)
-
 describe('admission when Redis fails', () => {
+  // Inside the block: its gateway stops before the file's Redis does.
+  beforeAll(async () => {
+    proxy = startTcpProxy({ hostname: '127.0.0.1', port: redis.current.port })
+    gateway = await startGateway({ database: 'postgres', env: { REDIS_URL: proxy.via(redis.current.url()) } })
+    apiKey = await gateway.createApiKey()
+  }, 90_000)
+
+  afterAll(async () => {
+    await gateway?.stop()
+    proxy?.stop()
+  }, 60_000)
+
   test('a Redis that stops answering gives 503 service_unavailable within seconds, and service returns with it', async () => {
     expect((await chat()).status).toBe(200)
 
@@ -65,7 +63,7 @@ describe('admission when Redis fails', () => {
   test('counters Redis lost are rebuilt from the ledger before admitting again', async () => {
     expect((await chat()).status).toBe(200)
 
-    await flushRedis()
+    await flushOwnRedis(redis.current.url())
     const afterLoss = await chat()
 
     expect(afterLoss.status).toBe(200)

@@ -11,13 +11,13 @@ import { createRedisClient, waitForRedis, type RedisClient } from '../../server/
 import { billingMonth, defaultBillingTimeZone, type OrgSnapshot } from '../../server/core/admission'
 import { formatEgp, parseEgp } from '../../server/core/money'
 import { createPostgresDatabase } from '../support/databases'
+import { forgetOrganizations } from '../support/forget-organizations'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
-import { flushRedisDatabase } from '../support/admission-redis'
+import { testRedisUrl } from '../support/redis-server'
 import { waitFor } from '../support/wait-for'
 
-// Two gateways share one Postgres and one Redis (a database index of its own, emptied before and
-// after): admission must hold across them (DESIGN.md I1), at two Redis commands per request.
-const redisUrl = 'redis://127.0.0.1:6379/11'
+// Two gateways share one Postgres and one Redis (a database index of its own unless TEST_REDIS_URL
+// names one): admission must hold across them (DESIGN.md I1), at two Redis commands per request.
 const model = 'nile/qwen2.5-7b-instruct'
 // The hold of one request below (core/hold-bound.ts): a prompt bound of 283 tokens (11 bytes, 16 for
 // the message, 256 for the request) at 5 EGP/1M plus 1,000 output tokens at 15 EGP/1M = 16,415 micro-EGP.
@@ -28,8 +28,8 @@ let database: Awaited<ReturnType<typeof createPostgresDatabase>>
 let gateways: RunningGateway[] = []
 let workDir: string
 let redis: RedisClient
+let redisUrl: string
 
-const flushRedis = () => flushRedisDatabase(redisUrl)
 const egp = (micros: number) => formatEgp(BigInt(micros))
 
 /** A demo tenant whose credit, or whose key's or project's monthly cap, is the limit under test. */
@@ -91,7 +91,7 @@ async function countersOf(orgId: string): Promise<OrgSnapshot> {
 }
 
 beforeAll(async () => {
-  await flushRedis()
+  redisUrl = await testRedisUrl(11)
   database = await createPostgresDatabase()
   workDir = mkdtempSync(join(tmpdir(), 'nilegate-shared-'))
   redis = createRedisClient(redisUrl, { log: () => {} })
@@ -111,8 +111,8 @@ afterAll(async () => {
   await Promise.all(gateways.map((gateway) => gateway.stop()))
   gateways = []
   redis?.destroy()
+  if (database) await forgetOrganizations(redisUrl, database.url)
   await database?.drop()
-  await flushRedis()
   rmSync(workDir, { recursive: true, force: true })
 }, 60_000)
 
@@ -181,7 +181,8 @@ describe('two gateways on one Redis and one Postgres', () => {
     }
 
     // What the gateways sent to this database, leaving out the commands scripts ran inside Redis.
-    const sent = commands.filter((line) => /\[11 [\d[]/.test(line)).map((line) => line.slice(line.indexOf(']') + 2).replaceAll('"', '').split(' '))
+    const inDatabase = new RegExp(`\\[${new URL(redisUrl).pathname.slice(1) || '0'} [\\d[]`)
+    const sent = commands.filter((line) => inDatabase.test(line)).map((line) => line.slice(line.indexOf(']') + 2).replaceAll('"', '').split(' '))
     const scriptNames = new Map(admissionScripts.map((script) => [`evalsha ${script.sha}`, script.name]))
     const tally: Record<string, number> = {}
     // The admissions, and the settlements, of one turn of a gateway's event loop go in one script run:

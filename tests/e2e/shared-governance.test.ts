@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { createPostgresDatabase } from '../support/databases'
+import { forgetOrganizations } from '../support/forget-organizations'
 import { startGateway, type RunningGateway } from '../support/gateway-process'
+import { testRedisUrl } from '../support/redis-server'
 import { chatModel } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
-import { flushRedisDatabase } from '../support/admission-redis'
 
 // Two gateways on one Postgres: a key revoked through one stops working on the other, which had it
 // warm in its cache, and a model an operator retires through one is refused by the other, because
 // the change travels over Redis pub/sub (beside Postgres LISTEN/NOTIFY). (Without the bus the
 // other would see the retirement only at its once-a-minute re-read.) Two instances without Redis
 // on one database refuse to run: see instance-lock.test.ts.
-const redisUrl = 'redis://127.0.0.1:6379/15'
 
 async function signIn(gateway: RunningGateway, tenant: { email: string; password: string }): Promise<string> {
   const login = await fetch(`${gateway.baseUrl}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: tenant.email, password: tenant.password }) })
@@ -44,24 +44,25 @@ async function firstRefusal(request: () => ReturnType<typeof call>, what: string
   return last
 }
 
-describe.each<{ shared: string; env: Record<string, string> }>([
-  { shared: 'Postgres and Redis', env: { REDIS_URL: redisUrl } },
-])('two gateways sharing $shared', ({ env }) => {
+describe.each<{ shared: string; withRedis: boolean }>([
+  { shared: 'Postgres and Redis', withRedis: true },
+])('two gateways sharing $shared', ({ withRedis }) => {
   let database: Awaited<ReturnType<typeof createPostgresDatabase>>
   let gateways: RunningGateway[] = []
-  const withRedis = 'REDIS_URL' in env
+  let redisUrl: string | null = null
 
   beforeAll(async () => {
-    if (withRedis) await flushRedisDatabase(redisUrl)
+    if (withRedis) redisUrl = await testRedisUrl(15)
     database = await createPostgresDatabase()
+    const env: Record<string, string> = redisUrl ? { REDIS_URL: redisUrl } : {}
     const options = { database: 'postgres' as const, sharedDatabaseUrl: database.url, env }
     gateways = await Promise.all([startGateway(options), startGateway(options)])
   }, 90_000)
 
   afterAll(async () => {
     await Promise.all(gateways.map((gateway) => gateway.stop()))
+    if (redisUrl && database) await forgetOrganizations(redisUrl, database.url)
     await database?.drop()
-    if (withRedis) await flushRedisDatabase(redisUrl)
   }, 60_000)
 
   test('a key revoked through one gateway is refused by the other, which had it cached', async () => {

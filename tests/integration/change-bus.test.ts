@@ -9,9 +9,9 @@ import { hashApiKey, randomBase62 } from '../../server/core/api-keys'
 import type { GovernanceChange } from '../../server/core/governance/changes'
 import type { RemoteChangeBus } from '../../server/core/governance/remote-change-bus'
 import type { ApiKeyIdentity } from '../../server/core/ports'
-import { testRedisUrl } from '../support/admission-redis'
 import { createPostgresDatabase } from '../support/databases'
 import { closedPort, startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
+import { testRedisUrl } from '../support/redis-server'
 import { keyIdentity } from '../support/test-app'
 import { waitFor } from '../support/wait-for'
 
@@ -29,12 +29,12 @@ interface Transport {
 }
 
 // Pub/sub ignores the database index: each test has a channel of its own.
-const redisUrl = `${testRedisUrl.replace(/\/\d*$/, '')}/14`
-const redisPublisher = createRedisClient(redisUrl, { log: () => {} })
+let redisUrl: string | null = null
+let redisPublisher: ReturnType<typeof createRedisClient> | null = null
 
 const redis: Transport = {
   name: 'Redis',
-  url: () => redisUrl,
+  url: () => redisUrl!,
   open(url, channel, log) {
     const client = createRedisClient(url, { log: () => {} })
     const bus = new RedisChangeBus(client, { channel, log })
@@ -47,7 +47,7 @@ const redis: Transport = {
     }
   },
   async sendRaw(channel, raw) {
-    await redisPublisher.publish(channel, raw)
+    await redisPublisher!.publish(channel, raw)
   },
   unreachableUrl: () => `redis://127.0.0.1:${closedPort()}`,
 }
@@ -70,12 +70,14 @@ const postgresTransport: Transport = {
 }
 
 beforeAll(async () => {
+  redisUrl = await testRedisUrl()
+  redisPublisher = createRedisClient(redisUrl, { log: () => {} })
   postgresDatabase = await createPostgresDatabase()
   postgresSql = postgres(postgresDatabase.url, { max: 1, onnotice: () => {} })
 })
 
 afterAll(async () => {
-  redisPublisher.destroy()
+  redisPublisher?.destroy()
   await postgresSql?.end({ timeout: 5 })
   await postgresDatabase?.drop()
 })

@@ -8,6 +8,7 @@ import { acquireDataDirLock, dataDirLockPath } from '../../server/data-dir-lock'
 import { hashApiKey } from '../../server/core/api-keys'
 import { createPostgresDatabase, createTempDir, slowHookTimeoutMs } from '../support/databases'
 import { childEnv, deadPid, runBun, startBun } from '../support/processes'
+import { closedPort } from '../support/tcp-proxy'
 
 const demoCommand = ['server/cli.ts', 'demo']
 const credentialFields = ['api_key', 'base_url', 'email', 'organization_id', 'password', 'project_id']
@@ -59,7 +60,9 @@ describe('bun server/cli.ts demo, on Postgres (DATABASE_URL)', () => {
     dataDir.remove()
   }, slowHookTimeoutMs)
 
-  const env = (extra: Record<string, string> = {}) => childEnv({ DATABASE_URL: server.url, DATA_DIR: dataDir.path, HOST: '127.0.0.1', PORT: '8181', ...extra })
+  // The command only prints the address a gateway with these settings would serve on.
+  const port = closedPort()
+  const env = (extra: Record<string, string> = {}) => childEnv({ DATABASE_URL: server.url, DATA_DIR: dataDir.path, HOST: '127.0.0.1', PORT: String(port), ...extra })
 
   test('--json prints one object with the credentials of a new tenant holding 1,000,000 EGP', async () => {
     const { code, stdout, stderr } = await runBun([...demoCommand, '--json'], env())
@@ -67,7 +70,7 @@ describe('bun server/cli.ts demo, on Postgres (DATABASE_URL)', () => {
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
     const printed = parseSingleJsonObject(stdout)
     expect(Object.keys(printed).sort()).toEqual(credentialFields)
-    expect(printed.base_url).toBe('http://127.0.0.1:8181/v1')
+    expect(printed.base_url).toBe(`http://127.0.0.1:${port}/v1`)
     expect(await describeKey(db, printed.api_key!)).toEqual({
       orgId: printed.organization_id!,
       projectId: printed.project_id!,
@@ -99,7 +102,7 @@ describe('bun server/cli.ts demo, on Postgres (DATABASE_URL)', () => {
     const apiKey = /API key\s+(sk-\S+)/.exec(stdout)?.[1]
     expect(code).toBe(0)
     expect(stdout).toContain('50.000000 EGP')
-    expect(stdout).toContain('export OPENAI_BASE_URL=http://127.0.0.1:8181/v1')
+    expect(stdout).toContain(`export OPENAI_BASE_URL=http://127.0.0.1:${port}/v1`)
     expect(await describeKey(db, apiKey!)).toMatchObject({ balanceMicros: 50_000_000n })
   }, slowHookTimeoutMs)
 
@@ -133,7 +136,8 @@ describe('bun server/cli.ts demo, on Postgres (DATABASE_URL)', () => {
 describe('bun server/cli.ts demo, embedded (DATA_DIR)', () => {
   const dataDir = createTempDir('cli-embedded')
   afterAll(() => dataDir.remove())
-  const env = () => childEnv({ DATA_DIR: dataDir.path, HOST: '127.0.0.1', PORT: '8282' })
+  const port = closedPort()
+  const env = () => childEnv({ DATA_DIR: dataDir.path, HOST: '127.0.0.1', PORT: String(port) })
 
   // One PGlite for the file: the first test creates it, the later ones reuse it.
   test('creates the tenant in PGlite under DATA_DIR, taking over a stale lock and releasing it', async () => {
@@ -144,7 +148,7 @@ describe('bun server/cli.ts demo, embedded (DATA_DIR)', () => {
 
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
     const printed = parseSingleJsonObject(stdout)
-    expect(printed.base_url).toBe('http://127.0.0.1:8282/v1')
+    expect(printed.base_url).toBe(`http://127.0.0.1:${port}/v1`)
     expect(existsSync(dataDirLockPath(dataDir.path))).toBe(false)
     const lock = acquireDataDirLock(dataDir.path)
     const db = await openDatabase({ databaseUrl: null, dataDir: dataDir.path })

@@ -4,7 +4,7 @@ import { createRedisClient, waitForRedis, type RedisClient } from '../../server/
 import { RedisLoginLimiter } from '../../server/adapters/redis/login-limiter'
 import { randomBase62 } from '../../server/core/api-keys'
 import { InProcessLoginLimiter, type LoginLimiter, type LoginLimits } from '../../server/core/login-limiter'
-import { testRedisUrl } from '../support/admission-redis'
+import { testRedisUrl } from '../support/redis-server'
 import { closedPort } from '../support/tcp-proxy'
 
 /** The refusal `run` throws, or null when it passes. */
@@ -26,7 +26,7 @@ async function failLogin(limiter: LoginLimiter, email: string, ip: string | null
 const clients: RedisClient[] = []
 /** A client of the test Redis, connected. */
 async function redisClient(): Promise<RedisClient> {
-  const client = createRedisClient(testRedisUrl, { log: () => {} })
+  const client = createRedisClient(await testRedisUrl(), { log: () => {} })
   clients.push(client)
   await waitForRedis(client, 5_000)
   return client

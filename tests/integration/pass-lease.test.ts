@@ -3,10 +3,11 @@ import { createRedisClient, waitForRedis } from '../../server/adapters/redis/cli
 import { redisPassLease } from '../../server/adapters/redis/pass-lease'
 import { randomBase62 } from '../../server/core/api-keys'
 import { closedPort } from '../support/tcp-proxy'
-import { testRedisUrl } from '../support/admission-redis'
+import { testRedisUrl } from '../support/redis-server'
 
 test('one instance of many gets the lease until it runs out, then the next one that asks', async () => {
-  const clients = [createRedisClient(testRedisUrl), createRedisClient(testRedisUrl)]
+  const url = await testRedisUrl()
+  const clients = [createRedisClient(url), createRedisClient(url)]
   const key = `test:lease:${randomBase62(10)}`
   try {
     await Promise.all(clients.map((client) => waitForRedis(client, 5_000)))

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createClient } from 'redis'
 import { InProcessAdmissionStore } from '../../server/adapters/in-process/admission-store'
 import { RedisAdmissionStore } from '../../server/adapters/redis/admission-store'
 import { createRedisClient, waitForRedis } from '../../server/adapters/redis/client'
@@ -9,9 +8,11 @@ import { Settlements } from '../../server/core/settlements'
 import { UsageRecorder } from '../../server/core/usage-recorder'
 import { openRedisStores } from '../support/admission-redis'
 import { createPostgresDatabase, describeEachDatabase } from '../support/databases'
+import { forgetOrganizations } from '../support/forget-organizations'
 import postgres from 'postgres'
 import { childEnv, runBun, spawnBun } from '../support/processes'
 import { readUntil } from '../support/read-until'
+import { testRedisUrl } from '../support/redis-server'
 import { usageEvent } from '../support/usage-events'
 
 /** The admission stores the reconciler works on: the embedded one, and Redis seen by two gateways. */
@@ -173,25 +174,20 @@ describeEachDatabase('reconcileAccounts', (context) => {
 })
 
 describe('bun server/cli.ts reconcile', () => {
-  const redisUrl = 'redis://127.0.0.1:6379/12'
+  // The command reconciles every organization of its database: the scratch database holds only this block's.
+  let redisUrl: string
   let database: Awaited<ReturnType<typeof createPostgresDatabase>>
-
-  async function flushRedis(): Promise<void> {
-    const client = await createClient({ url: redisUrl }).connect()
-    await client.flushDb()
-    await client.close()
-  }
 
   const cli = (args: string[], env: Record<string, string>) => runBun(['server/cli.ts', ...args], childEnv(env))
 
   beforeAll(async () => {
-    await flushRedis()
+    redisUrl = await testRedisUrl(10)
     database = await createPostgresDatabase()
   }, 60_000)
 
   afterAll(async () => {
+    if (database) await forgetOrganizations(redisUrl, database.url)
     await database?.drop()
-    await flushRedis()
   }, 60_000)
 
   test('rebuilds the Redis counters of every organization from the ledger, a usage row that lands after its read included, then finds them in step', async () => {

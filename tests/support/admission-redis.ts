@@ -1,20 +1,7 @@
 import { RedisAdmissionStore, type RedisAdmissionStoreOptions } from '../../server/adapters/redis/admission-store'
 import { createRedisClient, waitForRedis, type RedisClient, type RedisClientOptions } from '../../server/adapters/redis/client'
-import { createClient } from 'redis'
 import { randomBase62 } from '../../server/core/api-keys'
-
-/** The Redis the integration tests use (nothing kept on disk there). */
-export const testRedisUrl = Bun.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
-
-/** Empties the Redis database at `url`: e2e files own a database index each and clear it around them. */
-export async function flushRedisDatabase(url: string): Promise<void> {
-  const client = await createClient({ url }).connect()
-  try {
-    await client.flushDb()
-  } finally {
-    await client.close()
-  }
-}
+import { testRedisUrl } from './redis-server'
 
 /** Redis admission stores for `gateways` separate clients, all under one fresh key prefix. */
 export interface TestRedisStores {
@@ -27,9 +14,11 @@ export interface TestRedisStores {
   close(): Promise<void>
 }
 
-export async function openRedisStores(gateways: number, options: RedisAdmissionStoreOptions & RedisClientOptions = {}): Promise<TestRedisStores> {
+/** On the shared test Redis unless `url` names another. */
+export async function openRedisStores(gateways: number, options: RedisAdmissionStoreOptions & RedisClientOptions & { url?: string } = {}): Promise<TestRedisStores> {
   const keyPrefix = `test:admission:${randomBase62(10)}:`
-  const clients = Array.from({ length: gateways }, () => createRedisClient(testRedisUrl, { log: () => {}, ...options }))
+  const url = options.url ?? (await testRedisUrl())
+  const clients = Array.from({ length: gateways }, () => createRedisClient(url, { log: () => {}, ...options }))
   await Promise.all(clients.map((client) => waitForRedis(client, 5_000)))
   const stores = clients.map((client) => new RedisAdmissionStore(client, { keyPrefix, ...options }))
   await Promise.all(stores.map((store) => store.loadScripts()))

@@ -13,7 +13,14 @@ export type DatabaseKind = (typeof databaseKinds)[number]
 /** For hooks and tests that open databases or spawn processes (bun's default is 5 s). */
 export const slowHookTimeoutMs = 60_000
 
-const maintenanceUrl = Bun.env.TEST_POSTGRES_MAINTENANCE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+// The server the suites create their scratch databases on, through a database they only connect to.
+const maintenanceUrl = Bun.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+/** Where the test Postgres listens, for a proxy in front of it. */
+export function postgresAddress(): { hostname: string; port: number } {
+  const { hostname, port } = new URL(maintenanceUrl)
+  return { hostname: hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1', port: Number(port || 5432) }
+}
 
 /** A temporary directory, removed by the returned function. */
 export function createTempDir(label: string): { path: string; remove(): void } {
@@ -21,7 +28,7 @@ export function createTempDir(label: string): { path: string; remove(): void } {
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) }
 }
 
-/** A freshly created, uniquely named database on the local Postgres; `drop()` removes it. */
+/** A freshly created, uniquely named database on the test Postgres; `drop()` removes it, and only it. */
 export async function createPostgresDatabase(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
   const name = `nilegate_test_${randomBase62(12).toLowerCase()}`
   await withMaintenanceConnection((sql) => sql.unsafe(`create database "${name}"`))

@@ -1,6 +1,6 @@
 /**
- * Measures admit + settle pairs per second against the real Redis (node-redis, EVALSHA) and the
- * in-process store. Not a test: run it by hand on a quiet machine.
+ * Measures admit + settle pairs per second against a real Redis (node-redis, EVALSHA: TEST_REDIS_URL,
+ * or a redis-server of its own) and the in-process store. Not a test: run it by hand on a quiet machine.
  *
  *   bun tests/integration/admission/measure-throughput.ts [seconds per run = 5]
  */
@@ -9,8 +9,8 @@ import { RedisAdmissionStore } from '../../../server/adapters/redis/admission-st
 import { createRedisClient, waitForRedis } from '../../../server/adapters/redis/client'
 import type { AdmissionStore } from '../../../server/core/admission'
 import { randomBase62 } from '../../../server/core/api-keys'
-import { testRedisUrl } from '../../support/admission-redis'
 import { admitRequest, orgCounters, settlementOf } from '../../support/admission-requests'
+import { testRedisUrl } from '../../support/redis-server'
 
 const seconds = Number(Bun.argv[2] ?? 5)
 const orgs = Array.from({ length: 100 }, (_, i) => `org_measure_${i}`)
@@ -48,7 +48,8 @@ async function run(label: string, stores: AdmissionStore[], concurrency: number)
 }
 
 const keyPrefix = `measure:${randomBase62(8)}:`
-const clients = [createRedisClient(testRedisUrl), createRedisClient(testRedisUrl)]
+const redisUrl = await testRedisUrl()
+const clients = [createRedisClient(redisUrl), createRedisClient(redisUrl)]
 await Promise.all(clients.map((client) => waitForRedis(client, 5_000)))
 const redisStores = clients.map((client) => new RedisAdmissionStore(client, { keyPrefix }))
 await redisStores[0]!.loadScripts()

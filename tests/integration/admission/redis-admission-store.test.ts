@@ -5,7 +5,8 @@ import { RedisAdmissionStore } from '../../../server/adapters/redis/admission-st
 import { createRedisClient, waitForRedis } from '../../../server/adapters/redis/client'
 import { admitLoaded, type AdmitResult } from '../../../server/core/admission'
 import { describeAdmissionStore } from '../../support/admission-conformance'
-import { openRedisStores, testRedisUrl, type TestRedisStores } from '../../support/admission-redis'
+import { openRedisStores, type TestRedisStores } from '../../support/admission-redis'
+import { flushOwnRedis, redisAddress, startRedisServer, testRedisUrl } from '../../support/redis-server'
 import { closedPort, startTcpProxy } from '../../support/tcp-proxy'
 import { admitRequest, ledgerCounters, midJanuaryMs, newOrgId, orgCounters, settlementOf } from '../../support/admission-requests'
 import { waitFor } from '../../support/wait-for'
@@ -305,14 +306,22 @@ describe('RedisAdmissionStore on a live Redis', () => {
   })
 
   test('loads its scripts again after SCRIPT FLUSH (NOSCRIPT), for many calls at once', async () => {
-    const orgId = newOrgId()
-    await redis.stores[0]!.load(orgId, orgCounters(1_000_000n))
-    await redis.clients[0]!.scriptFlush()
+    // On a server of its own: SCRIPT FLUSH reaches every client of a server.
+    const server = await startRedisServer()
+    const own = await openRedisStores(2, { url: server.url() })
+    try {
+      const orgId = newOrgId()
+      await own.stores[0]!.load(orgId, orgCounters(1_000_000n))
+      await flushOwnRedis(server.url(), { data: false, scripts: true })
 
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => redis.stores[i % 2]!.admit(admitRequest({ orgId }))))
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => own.stores[i % 2]!.admit(admitRequest({ orgId }))))
 
-    expect(results.every((result) => result.admitted)).toBe(true)
-    expect((await redis.stores[1]!.snapshot(orgId, '202501'))?.heldMicros).toBe(50_000n)
+      expect(results.every((result) => result.admitted)).toBe(true)
+      expect((await own.stores[1]!.snapshot(orgId, '202501'))?.heldMicros).toBe(50_000n)
+    } finally {
+      await own.close()
+      await server.stop()
+    }
   })
 
   test('rebuilds counters Redis lost from the ledger, and still debits a request admitted before the loss exactly once', async () => {
@@ -415,19 +424,23 @@ describe('RedisAdmissionStore without Redis', () => {
   })
 
   describe('behind a proxy that can silence or cut Redis', () => {
-    const target = new URL(testRedisUrl)
-    const proxy = startTcpProxy({ hostname: target.hostname, port: Number(target.port || 6379) })
-    const client = createRedisClient(proxy.via(testRedisUrl), { connectTimeoutMs: 200, log: () => {} })
-    const store = new RedisAdmissionStore(client, { keyPrefix: `test:admission:proxy:${newOrgId()}:`, commandTimeoutMs: 200 })
+    let redisUrl: string
+    let proxy: ReturnType<typeof startTcpProxy>
+    let client: ReturnType<typeof createRedisClient>
+    let store: RedisAdmissionStore
     const orgId = newOrgId()
 
     beforeAll(async () => {
+      redisUrl = await testRedisUrl()
+      proxy = startTcpProxy(redisAddress(redisUrl))
+      client = createRedisClient(proxy.via(redisUrl), { connectTimeoutMs: 200, log: () => {} })
+      store = new RedisAdmissionStore(client, { keyPrefix: `test:admission:proxy:${newOrgId()}:`, commandTimeoutMs: 200 })
       await waitForRedis(client, 5_000)
       await store.load(orgId, orgCounters(1_000_000n))
     })
     afterAll(async () => {
       await store.load(orgId, orgCounters(0n)).catch(() => {})
-      const direct = createRedisClient(testRedisUrl, { log: () => {} })
+      const direct = createRedisClient(redisUrl, { log: () => {} })
       await waitForRedis(direct, 5_000)
       for await (const keys of direct.scanIterator({ MATCH: `test:admission:proxy:*{o:${orgId}}*` })) if (keys.length > 0) await direct.unlink(keys)
       direct.destroy()
