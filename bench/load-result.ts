@@ -1,6 +1,8 @@
+import type { LoadReport } from './load-stats'
+
 /**
- * What one load run measured, as both load tools print it: one line `BENCH_RESULT <json>` on stdout
- * (bench/post.lua for wrk, bench/load.ts for the Bun generator).
+ * What one load run measured, as the runners compare it: wrk prints it as one line `BENCH_RESULT
+ * <json>` (bench/post.lua); the Bun load tester's JSON is turned into it by `loadResultOf`.
  */
 export interface LoadResult {
   requests: number
@@ -10,7 +12,7 @@ export interface LoadResult {
     connect: number
     read: number
     write: number
-    /** Answers with a failing status: non-2xx for the Bun generator, >= 400 for wrk. */
+    /** Failed answers: >= 400 for wrk; non-2xx and error events in streams for the Bun load tester. */
     status: number
     timeout: number
   }
@@ -21,7 +23,29 @@ export interface LoadResult {
 
 export const RESULT_PREFIX = 'BENCH_RESULT '
 
-/** Finds the BENCH_RESULT line in a load tool's output. */
+/** The Bun load tester's report in the runners' terms (latency of its successful requests). */
+export function loadResultOf(report: LoadReport): LoadResult {
+  const { transport } = report.errors
+  const timeout = transport.timeout ?? 0
+  const connect = transport.ECONNREFUSED ?? 0
+  const noAnswer = Object.values(transport).reduce((sum, count) => sum + count, 0)
+  const us = (ms: number | undefined) => Math.round((ms ?? 0) * 1000)
+  return {
+    requests: report.requests.answered,
+    duration_us: Math.round(report.elapsed_s * 1e6),
+    bytes: report.bytes,
+    errors: { connect, read: noAnswer - timeout - connect + report.requests.unfinished, write: 0, status: report.requests.answered - report.requests.ok, timeout },
+    latency_us: {
+      p50: us(report.latency_ms?.p50),
+      p90: us(report.latency_ms?.p90),
+      p99: us(report.latency_ms?.p99),
+      max: us(report.latency_ms?.max),
+      mean: Math.round((report.latency_ms?.mean ?? 0) * 10_000) / 10,
+    },
+  }
+}
+
+/** Finds the BENCH_RESULT line in wrk's output. */
 export function parseLoadResult(output: string): LoadResult {
   const line = output.split('\n').find((candidate) => candidate.startsWith(RESULT_PREFIX))
   if (!line) throw new Error(`the load tool printed no ${RESULT_PREFIX.trim()} line:\n${output.slice(-2000)}`)

@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { parseLoadResult, type LoadResult } from './load-result'
+import { loadResultOf, parseLoadResult, type LoadResult } from './load-result'
 import type { ProcessGroup } from './process-group'
 
 export type LoadToolName = 'wrk' | 'bun'
@@ -19,7 +19,7 @@ export async function chooseLoadTool(requested: LoadToolName | null): Promise<Lo
     const version = Bun.spawnSync([wrkPath, '-v']).stdout.toString().split('\n')[0]?.split(' [')[0]?.trim()
     return { name: 'wrk', description: version || 'wrk' }
   }
-  return { name: 'bun', description: `Bun load generator (bench/load.ts) on bun ${Bun.version}` }
+  return { name: 'bun', description: `Bun load tester (bench/load.ts) on bun ${Bun.version}` }
 }
 
 export interface LoadRun {
@@ -37,19 +37,21 @@ export interface LoadRun {
 
 const benchDir = import.meta.dir
 
-/** Runs one closed-loop load and returns what the tool measured. */
+/** Runs one closed-loop load (2 s timeout a request) and returns what the tool measured. */
 export async function runLoadTool(tool: LoadTool, run: LoadRun, processes: ProcessGroup): Promise<LoadResult> {
+  const jsonPath = `${run.logPath}.json`
   const cmd =
     tool.name === 'wrk'
       ? ['wrk', '-t', String(Math.min(run.threads, run.connections)), '-c', String(run.connections), '-d', `${run.durationS}s`,
          '--timeout', '2s', '-s', join(benchDir, 'post.lua'), run.url]
-      : ['bun', join(benchDir, 'load.ts'), '--url', run.url, '--body-file', run.bodyFile, '-c', String(run.connections),
-         '-d', String(run.durationS), ...(run.keysFile ? ['--keys-file', run.keysFile] : [])]
+      : ['bun', join(benchDir, 'load.ts'), '--url', run.url, '--body-file', run.bodyFile, '--concurrency', String(run.connections),
+         '--duration', String(run.durationS), '--timeout', '2', '--json', jsonPath, ...(run.keysFile ? ['--keys', run.keysFile] : [])]
   const env = { ...Bun.env, BENCH_BODY_FILE: run.bodyFile, BENCH_KEYS_FILE: run.keysFile ?? '' }
   const child = processes.spawn(cmd, { env, logPath: run.logPath })
   const exitCode = await child.exited
   const output = await Bun.file(run.logPath).text()
   if (exitCode !== 0) throw new Error(`${cmd[0]} exited with ${exitCode}:\n${output.slice(-2000)}`)
   const cpuTime = child.resourceUsage()?.cpuTime
-  return { ...parseLoadResult(output), ...(cpuTime ? { tool_cpu_us: Number(cpuTime.total) } : {}) }
+  const result = tool.name === 'wrk' ? parseLoadResult(output) : loadResultOf(await Bun.file(jsonPath).json())
+  return { ...result, ...(cpuTime ? { tool_cpu_us: Number(cpuTime.total) } : {}) }
 }
