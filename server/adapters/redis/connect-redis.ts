@@ -38,9 +38,8 @@ const nodeDefaults = new WeakMap<object, { roots: RedisNodeAddress[]; defaults: 
 /**
  * A Redis Cluster client that fails fast like `createRedisClient`: a command for a slot whose
  * master cannot be reached is refused at once (no offline queue), so the gateway answers 503 rather
- * than waiting. When a node stops answering, the client reads the cluster's topology again every
- * half second until the slots have a master that answers (a replica promoted in its place), and
- * commands move there. It keeps trying to reach the cluster in the background; close it with
+ * than waiting. While a node does not answer, the client reads the cluster's topology again about
+ * every half second, and commands for its slots move to the replica promoted in its place. It keeps trying to reach the cluster in the background; close it with
  * `destroy()` or `close()`.
  */
 export function createRedisClusterClient(roots: RedisNodeAddress[], auth: { username?: string; password?: string; tls: boolean }, options: RedisClientOptions = {}) {
@@ -52,10 +51,12 @@ export function createRedisClusterClient(roots: RedisNodeAddress[], auth: { user
       username: defaults.username,
       password: defaults.password,
       disableOfflineQueue: true,
-      socket: { connectTimeout: defaults.connectTimeoutMs, reconnectStrategy: reconnectDelayMs, ...(defaults.tls ? { tls: true as const } : {}) },
+      socket: { connectTimeout: defaults.connectTimeoutMs, reconnectStrategy: nodeReconnectDelayMs, ...(defaults.tls ? { tls: true as const } : {}) },
     },
     // As for one server: callers bound their calls with `withDeadline` (client.ts says why).
     commandOptions: { timeout: 0 },
+    // Checked at a node's reconnect attempts, which come at least every half second: the topology
+    // is read again about every half second while a node stays away, until a replica serves its slots.
     topologyRefreshOnReconnectionAttemptStrategy: 500,
   })
   nodeDefaults.set(cluster, { roots, defaults })
@@ -72,6 +73,14 @@ export function createRedisClusterClient(roots: RedisNodeAddress[], auth: { user
   }
   connect(0)
   return cluster
+}
+
+/**
+ * How long a cluster node's connection waits before its next reconnect: as for one server, but at
+ * most half a second, since each attempt is also when the client may read the topology again.
+ */
+function nodeReconnectDelayMs(retries: number): number {
+  return Math.min(reconnectDelayMs(retries), 500)
 }
 
 /** Logs each outage once: the cluster's (no node reached) and each node's, and their ends. */
