@@ -33,6 +33,8 @@ export interface GatewayLaunch {
   databaseUrl: string | null
   /** Keep admission counters in this Redis (flushed first) instead of in process. */
   redisUrl?: string | null
+  /** More environment, e.g. METRICS=off. */
+  env?: Record<string, string>
 }
 
 const samplePrices = { input_price_egp: '30.00', output_price_egp: '90.00', prices_are_samples: true }
@@ -151,10 +153,11 @@ export async function startGateway(launch: GatewayLaunch): Promise<RunningGatewa
   const catalogPath = join(launch.workDir, 'catalog.json')
   await Bun.write(catalogPath, JSON.stringify(benchCatalog(launch.upstreamBaseUrl), null, 2))
   const port = freePort()
-  // The embedded defaults unless Postgres was asked for, whatever the calling shell has set.
-  const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = Bun.env
+  // The embedded defaults unless Postgres was asked for, and metrics as the bench asks, whatever the calling shell has set.
+  const { DATABASE_URL: _database, REDIS_URL: _redis, METRICS: _metrics, METRICS_TOKEN: _metricsToken, ...inherited } = Bun.env
   const env = {
     ...inherited,
+    ...launch.env,
     ...(launch.databaseUrl ? { DATABASE_URL: launch.databaseUrl } : {}),
     ...(launch.redisUrl ? { REDIS_URL: launch.redisUrl } : {}),
     // As `bun start` has it: started without, the gateway answers 503 past 256 requests in flight upstream.

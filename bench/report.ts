@@ -3,11 +3,12 @@ import type { LoadTool } from './load-tool'
 import type { MachineInfo } from './machine-info'
 import type { TtfbResult } from './ttfb'
 import { threadGroups, type ThreadGroup } from './process-group'
+import { metricsCostLines } from './metrics-cost'
 
 /** One throughput scenario: measured, failed before measuring, or skipped. */
 export interface ScenarioOutcome {
-  /** (a) to (e) non-streamed chat; (f) to (h) streamed, measured against (f). */
-  id: 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h'
+  /** (a) to (e) non-streamed chat; (f) to (h) streamed, measured against (f); (i) is (b) with METRICS=off. */
+  id: 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i'
   label: string
   result: LoadResult | null
   /** Why it was not measured: the gateway is missing, or the check request failed. */
@@ -26,6 +27,8 @@ export interface ScenarioOutcome {
   machineUsPerRequest?: { upstream: number | null; loadTool: number | null; idle: number; total: number }
   /** req/s of every round when there were several; the rest of the outcome is the median round's. */
   roundsRps?: number[]
+  /** The gateway's CPU per request (all threads, us) of every round when there were several. */
+  roundsGatewayUs?: (number | null)[]
 }
 
 export interface BenchReport {
@@ -211,7 +214,8 @@ export function renderReport(report: BenchReport): string {
     `- each scenario: ${settings.connections} keep-alive connections for ${settings.durationS} s after a warm-up, ` +
       (settings.rounds > 1 ? `${settings.rounds} rounds taken in turns (the median round is shown, the range of req/s in brackets), ` : '') +
       `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn; (f) to (h) the same chat streamed ` +
-      `with stream_options.include_usage (19 events a stream), "vs direct" against (f) instead of (a)`,
+      `with stream_options.include_usage (19 events a stream), "vs direct" against (f) instead of (a); (i) is (b) on a second gateway started with METRICS=off, ` +
+      `measured right after (b), for the cost of recording metrics`,
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
     `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +
       'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens; streamed, chunks ending in a usage chunk of 16 tokens and [DONE])',
@@ -226,6 +230,7 @@ export function renderReport(report: BenchReport): string {
       ? [`Time to first byte: ${settings.ttfbRequests} sequential streamed requests per row (after a warm-up), rows taken in turns.`, '', ...ttfbTable(report), '']
       : []),
     ...(targetLines.length > 0 ? ['Targets:', '', ...targetLines, ''] : []),
+    ...metricsCostLines(report),
     ...(report.notes.length > 0 ? ['Notes:', '', ...report.notes.map((note) => `- ${note}`), ''] : []),
   ]
     .filter((line, index, lines) => !(line === '' && lines[index - 1] === ''))

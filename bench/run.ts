@@ -1,7 +1,8 @@
 // The benchmark of the inference core, in one run: non-streamed chat (a) straight to a fake upstream,
 // (b) through the gateway to that upstream, (c) through the gateway on its simulator, (d) and (e)
-// through bare proxies; (f) to (h) streamed chat as (a) to (c); then the time to first streamed byte,
-// direct and through the gateway. Prints a table and writes bench/RESULTS.md.
+// through bare proxies; (f) to (h) streamed chat as (a) to (c); (i) as (b) on a second gateway with
+// METRICS=off, for what recording metrics costs; then the time to first streamed byte, direct and
+// through the gateway. Prints a table and writes bench/RESULTS.md.
 //
 //   bun bench/run.ts [--duration 10] [--connections 50] [--threads 1] [--tool wrk|bun] [--keys N]
 //                    [--ttfb-requests 200] [--out bench/RESULTS.md | --no-write] [--profile DIR] [--keep-temp]
@@ -21,6 +22,7 @@ import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
 import { startBareProxy, startUpstream, type RunningUpstream } from './upstream-process'
 import { postgresArg, redisArg } from './arg-value'
+import { checkMetricsPair, gatewayUsPerRequest, metricsOffLabel, startMetricsOffGateway } from './metrics-cost'
 
 export interface Options {
   durationS: number
@@ -132,6 +134,8 @@ export interface Scenario {
   firstKey: string | null
   /** The process whose CPU the gateway column shows, when not the gateway. */
   pid?: number
+  /** A bare proxy: the local Redis and Postgres are not its to count. */
+  usesNoServer?: boolean
 }
 
 /** The round with the median throughput, carrying every round's req/s; a round that failed or had errors wins, to be seen. */
@@ -141,7 +145,7 @@ export function medianRound(outcomes: ScenarioOutcome[]): ScenarioOutcome {
   const measured = outcomes.map((outcome) => ({ outcome, rps: requestsPerSecond(outcome.result!) })).sort((a, b) => a.rps - b.rps)
   const withErrors = outcomes.find((outcome) => totalErrors(outcome.result!) > 0)
   const shown = withErrors ?? measured[Math.floor((measured.length - 1) / 2)]!.outcome
-  return { ...shown, roundsRps: outcomes.map((outcome) => requestsPerSecond(outcome.result!)) }
+  return { ...shown, roundsRps: outcomes.map((outcome) => requestsPerSecond(outcome.result!)), roundsGatewayUs: outcomes.map(gatewayUsPerRequest) }
 }
 
 export async function measureScenario(
@@ -179,9 +183,8 @@ export async function measureScenario(
     upstream: await cpuSeconds(pids.upstream),
   }
   const threadsBefore = pids.gateway ? await threadCpuSeconds(pids.gateway) : null
-  // The bare proxies (d, e) use no server.
   // Looked up now: Postgres starts a process per connection.
-  const servers = scenario.pid ? [] : await Promise.all(Object.entries(pids.servers ?? {}).map(async ([label, name]) => [label, await processesNamed(name)] as const))
+  const servers = scenario.usesNoServer ? [] : await Promise.all(Object.entries(pids.servers ?? {}).map(async ([label, name]) => [label, await processesNamed(name)] as const))
   const serversBefore = await Promise.all(servers.map(([, serverPids]) => totalCpuSeconds(serverPids)))
   outcome.result = await runLoadTool(tool, { ...run, durationS: options.durationS, logPath: join(workDir, `load-${scenario.id}-${Date.now()}.log`) }, processes)
   const wallS = (performance.now() - startedAt) / 1000
@@ -233,7 +236,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   const tool = await chooseLoadTool(options.tool)
   console.error(`load tool: ${tool.description}`)
   const notes: string[] = []
-  if (tool.name === 'bun') notes.push('wrk was not used: the Bun generator takes more CPU from the servers, so direct numbers are lower and ratios to them higher than with wrk.')
+  if (tool.name === 'bun') notes.push('wrk was not used: the Bun load tester takes more CPU from the servers, so direct numbers are lower and ratios to them higher than with wrk.')
   // Other work on the machine skews every number; say so in the results.
   const busyBefore = await machineBusyPercent(1_000)
   if (busyBefore !== null && busyBefore > 10) notes.push(`Other work kept the CPUs ${busyBefore.toFixed(0)}% busy in the second before the run.`)
@@ -244,6 +247,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   const socketProxy = await startBareProxy(processes, workDir, upstream.baseUrl, 'socket')
 
   let gateway: RunningGateway | null = null
+  let metricsOffGateway: RunningGateway | null = null
   const gatewayMissing = ['server/main.ts', 'server/cli.ts'].filter((path) => !existsSync(join(repoDir, path)))
   if (gatewayMissing.length === 0) {
     let databaseUrl: string | null = null
@@ -257,8 +261,12 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
       await flushRedis(options.redisUrl)
       notes.push('Admission counters lived in Redis (at most two round trips per request: admit and settle, each shared with the requests of the same turn of the event loop), not in process.')
     }
-    gateway = await startGateway({ processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: options.keys, profileDir: options.profileDir, databaseUrl, redisUrl: options.redisUrl })
+    const launch = { processes, workDir, repoDir, upstreamBaseUrl: upstream.baseUrl, keys: options.keys, profileDir: options.profileDir, databaseUrl, redisUrl: options.redisUrl, env: { METRICS: 'on' } }
+    gateway = await startGateway(launch)
     console.error(`gateway: ${gateway.baseUrl} (${databaseUrl ? 'Postgres' : 'embedded'}${options.redisUrl ? ', Redis' : ''}) with ${gateway.keys.length} API key(s)`)
+    metricsOffGateway = await startMetricsOffGateway(launch, options.postgresUrl, afterStop)
+    console.error(`gateway with METRICS=off: ${metricsOffGateway.baseUrl}`)
+    notes.push(`The gateways logged at LOG_LEVEL=${Bun.env.LOG_LEVEL ?? 'info (the default: a line a request)'}, to a file.`)
   } else {
     notes.push(`The gateway was not measured: ${gatewayMissing.join(' and ')} not found.`)
   }
@@ -279,18 +287,23 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   await Bun.write(files.streamedViaSimulator, streamedChatBody('bench/simulated'))
 
   // The gateway's scenarios, named once: measured when it runs, listed as skipped when it does not.
-  const gatewayScenarios = { b: 'gateway to the fake upstream', c: 'gateway on the simulator', g: 'streamed, gateway to the fake upstream', h: 'streamed, gateway on the simulator' } as const
+  const gatewayScenarios = { b: 'gateway to the fake upstream', c: 'gateway on the simulator', g: 'streamed, gateway to the fake upstream', h: 'streamed, gateway on the simulator', i: metricsOffLabel } as const
   const scenarios: Scenario[] = [
     { id: 'a', label: 'direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null },
   ]
   const viaGateway = gateway && { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
   if (viaGateway) {
     scenarios.push({ id: 'b', label: gatewayScenarios.b, bodyFile: files.viaUpstream, ...viaGateway })
+    // Right after (b), so that the two meet the same machine.
+    if (metricsOffGateway) {
+      const { baseUrl, keysFile, keys, pid } = metricsOffGateway
+      scenarios.push({ id: 'i', label: gatewayScenarios.i, url: `${baseUrl}/chat/completions`, bodyFile: files.viaUpstream, keysFile, firstKey: keys[0]!, pid })
+    }
     scenarios.push({ id: 'c', label: gatewayScenarios.c, bodyFile: files.viaSimulator, ...viaGateway })
   }
   // Its CPU shows in the gateway column.
-  scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid })
-  scenarios.push({ id: 'e', label: 'bare Bun proxy, upstream over sockets of its own thread (no fetch)', url: `${socketProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: socketProxy.pid })
+  scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid, usesNoServer: true })
+  scenarios.push({ id: 'e', label: 'bare Bun proxy, upstream over sockets of its own thread (no fetch)', url: `${socketProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: socketProxy.pid, usesNoServer: true })
   // Streams, as most chat is served: 19 events each (the role, 16 tokens, the finish, the usage).
   scenarios.push({ id: 'f', label: 'streamed, direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.streamedDirect, keysFile: null, firstKey: null })
   if (viaGateway) {
@@ -304,7 +317,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   let deadServer: string | null = null
   const checkServers = async (when: string) => {
     if (deadServer) return
-    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await socketProxy.exitReport()) ?? (await gateway?.exitReport()) ?? null
+    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await socketProxy.exitReport()) ?? (await gateway?.exitReport()) ?? (await metricsOffGateway?.exitReport()) ?? null
     if (deadServer) {
       console.error(deadServer)
       notes.push(`${when} ${deadServer.replaceAll('|', '/')}`)
@@ -326,6 +339,10 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     }
   }
   outcomes.push(...rounds.map(medianRound))
+  if (gateway && metricsOffGateway && !deadServer) {
+    const problem = await checkMetricsPair(gateway, metricsOffGateway)
+    if (problem) notes.push(problem)
+  }
   for (const [id, label] of Object.entries(gatewayScenarios) as [keyof typeof gatewayScenarios, string][]) {
     if (!gateway) outcomes.push({ id, label, result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, gatewayMain: null, upstream: null } })
   }
