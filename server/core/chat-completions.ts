@@ -54,7 +54,9 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
       async (provider, providerCall) => {
         const upstream: ChatChunkIterator = (await provider.streamChat(body, providerCall))[Symbol.asyncIterator]()
         try {
-          return { upstream, first: await upstream.next() }
+          const first = await upstream.next()
+          request.firstChunkAt = performance.now()
+          return { upstream, first }
         } catch (error) {
           upstream.return?.().catch(() => {})
           throw error
@@ -96,7 +98,7 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
         yield { chunks }
       }
     } catch (error) {
-      if (!call.clientGone) failure = asGatewayError(error)
+      if (!call.clientGone) failure = request.streamError = asGatewayError(error)
     } finally {
       usage = reported ?? usageOf(estimateChatPromptTokens(body), estimateTextTokens(relayedText))
       const status = call.clientGone ? 499 : failure ? failure.status : 200

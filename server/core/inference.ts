@@ -1,4 +1,4 @@
-import { GatewayError } from '@nilegate/shared/errors'
+import { GatewayError, type ErrorCode } from '@nilegate/shared/errors'
 import { longestRequestMs, type Catalog, type CatalogModel, type Deployment } from './catalog'
 import { admitLoaded, defaultLoadFenceMs, refusalError, type AdmissionStore, type Admitted, type LedgerCounters } from './admission'
 import { answerWithin, NoAnswerInTime } from './answer-within'
@@ -7,7 +7,7 @@ import type { LateUsageFollowUp } from './late-usage'
 import type { ApiKeyIdentity, LedgerReader, Provider, ProviderCall, UsageEvent, UsageSink } from './ports'
 import { effectiveRpmLimit } from './rate-limits'
 import { resolveModel } from './resolve-model'
-import { defaultRouter, isUpstreamFailure, type Router } from './router'
+import { defaultRouter, isUpstreamFailure, type CallOutcome, type Router } from './router'
 import { settlementsFor, type Settlements } from './settlements'
 
 /** What the inference use cases need from the outside world. */
@@ -33,6 +33,16 @@ export interface InferenceDeps {
   ledgerTimeoutMs?: number
   /** Follows up the rebuilds of a shared store's counters (absent for a store only this process uses). */
   lateUsage?: LateUsageFollowUp
+  /** Counts admissions and upstream calls (metrics); nothing counts them when absent. */
+  observer?: InferenceObserver
+}
+
+/** Counts what inference calls do, for the metrics. Runs on the hot path: each call must be cheap. */
+export interface InferenceObserver {
+  /** An admission's outcome: admitted (null), refused with a 429 or 402 code, or not made (503). */
+  admission(model: CatalogModel, refusal: ErrorCode | null): void
+  /** A call to a deployment ended, with the outcome its circuit was told. */
+  upstreamCall(model: CatalogModel, deployment: Deployment, outcome: CallOutcome): void
 }
 
 const defaultLedgerTimeoutMs = 5_000
@@ -52,6 +62,16 @@ export interface InferenceRequest {
   rateLimit?: { limit: number; remaining: number; resetMs: number }
   /** The model the request resolved to, for headers that depend on it (a scheduled retirement). */
   model?: CatalogModel
+  /** The deployment that served the request (the last one tried), once routed. */
+  deployment?: Deployment
+  /** The request's usage row, once recorded. */
+  usage?: UsageEvent
+  /** `performance.now()` when a stream's first chunk arrived from the upstream. */
+  firstChunkAt?: number
+  /** The error a stream ended with after it began, if it did. */
+  streamError?: GatewayError
+  /** Called once the request's usage is recorded (`InferenceCall.record`), with its row. */
+  onRecord?: (event: UsageEvent) => void
 }
 
 /** A hold outlives the longest request by this much before it is released on its own. */
@@ -99,26 +119,32 @@ export class InferenceCall {
       }
       tried.add(deployment.id)
       this.deployment = deployment
+      this.request.deployment = deployment
       this.router.acquire(deployment)
       try {
         const result = await attempt(this.deps.providerFor(deployment), { requestId: this.request.requestId, signal: this.request.signal, model: this.model, deployment })
         if (hold) this.held = deployment
-        else this.router.release(deployment, 'success')
+        else this.release(deployment, 'success')
         return result
       } catch (error) {
         const upstreamFailed = !this.clientGone && isUpstreamFailure(error)
-        this.router.release(deployment, upstreamFailed ? 'failure' : 'neutral')
+        this.release(deployment, upstreamFailed ? 'failure' : 'neutral')
         if (!upstreamFailed) throw error
         lastFailure = error
       }
     }
   }
 
+  private release(deployment: Deployment, outcome: CallOutcome): void {
+    this.router.release(deployment, outcome)
+    this.deps.observer?.upstreamCall(this.model, deployment, outcome)
+  }
+
   /** Ends the held call of `route({ hold: true })`, telling the router how it went. */
   finish(error?: unknown): void {
     if (!this.held) return
     const outcome = this.clientGone ? 'neutral' : error === undefined ? 'success' : isUpstreamFailure(error) ? 'failure' : 'neutral'
-    this.router.release(this.held, outcome)
+    this.release(this.held, outcome)
     this.held = null
   }
 
@@ -128,6 +154,16 @@ export class InferenceCall {
    * otherwise. Settled by `record`, which bills no more than the hold.
    */
   async admit(hold: HoldBound): Promise<void> {
+    try {
+      await this.admitWithin(hold)
+    } catch (error) {
+      this.deps.observer?.admission(this.model, error instanceof GatewayError ? error.code : 'internal_error')
+      throw error
+    }
+    this.deps.observer?.admission(this.model, null)
+  }
+
+  private async admitWithin(hold: HoldBound): Promise<void> {
     // The rows of requests served now could not be written either: refuse rather than grow the backlog.
     if (this.deps.usage.full) throw new GatewayError('service_unavailable', 'Usage records cannot be written at the moment. Retry in 30 to 60 seconds.')
     const { identity, requestId } = this.request
@@ -230,6 +266,8 @@ export class InferenceCall {
       region: this.deployment?.region ?? null,
       createdAt: new Date(startedAtMs),
     }
+    this.request.usage = event
+    this.request.onRecord?.(event)
     const usage = this.deps.usage
     if (!this.admitted) {
       usage.record(event)

@@ -16,6 +16,11 @@ export interface RouterOptions {
    * a word; past this many the router answers as if every deployment were full instead.
    */
   maxUpstreamInFlight?: number
+  /**
+   * Told when calls open a deployment's circuit (`failures` in a row, or a failed trial) or a call
+   * closes it; health probes report the changes they make themselves (`recordProbe`).
+   */
+  onCircuitChange?: (deployment: Deployment, change: 'opened' | 'closed', consecutiveFailures: number) => void
 }
 
 interface DeploymentState {
@@ -60,12 +65,14 @@ export class Router {
   private readonly now: () => number
   private readonly random: () => number
   private readonly maxUpstreamInFlight: number
+  private readonly onCircuitChange: RouterOptions['onCircuitChange']
   private upstreamInFlight = 0
 
   constructor(options: RouterOptions = {}) {
     this.now = options.now ?? Date.now
     this.random = options.random ?? Math.random
     this.maxUpstreamInFlight = options.maxUpstreamInFlight ?? Number.POSITIVE_INFINITY
+    this.onCircuitChange = options.onCircuitChange
   }
 
   /**
@@ -120,12 +127,16 @@ export class Router {
     state.inFlight = Math.max(0, state.inFlight - 1)
     const wasTrial = state.probing && state.openedAtMs !== null
     if (outcome === 'success') {
+      const wasOpen = state.openedAtMs !== null
       this.close(state)
+      if (wasOpen) this.onCircuitChange?.(deployment, 'closed', 0)
     } else if (outcome === 'failure') {
       state.consecutiveFailures++
       if (wasTrial || state.consecutiveFailures >= deployment.circuit.failures) {
+        const wasClosed = state.openedAtMs === null
         state.openedAtMs = this.now()
         state.openedByProbe = false
+        if (wasClosed) this.onCircuitChange?.(deployment, 'opened', state.consecutiveFailures)
       }
       state.probing = false
     } else if (wasTrial) {

@@ -64,6 +64,15 @@ export class UsageRecorder implements UsageSink {
   }
 
   /**
+   * When the oldest event still queued was made (its request's end, Unix milliseconds), or null
+   * when none waits: how far the ledger is behind.
+   */
+  get oldestPendingAtMs(): number | null {
+    const oldest = this.queue[0]
+    return oldest === undefined ? null : oldest.createdAt.getTime() + oldest.latencyMs
+  }
+
+  /**
    * Whether new requests should be refused: from `maxPending` queued events until half of them
    * are written (the requests still running add theirs meanwhile).
    */

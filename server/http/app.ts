@@ -6,9 +6,13 @@ import { EdgeLimiter } from '../core/edge-limiter'
 import { KeyUseDenialRecorder } from '../core/key-use-denials'
 import type { InferenceDeps } from '../core/inference'
 import { defaultRouter } from '../core/router'
+import type { GatewayMetrics } from '../observability/gateway-metrics'
+import type { Readiness } from '../observability/readiness'
+import type { RequestObserver } from '../observability/request-record'
 import type { ManagementDeps } from './management'
 import { docsAssetRoutes, isDocsAssetRoute, openApiRouteTable, openApiRoutes } from './openapi'
 import { errorHandler, type RouteTable } from './plugins/error-handler'
+import { observeRequests } from './plugins/request-observation'
 import { refuseUnstorableText } from './plugins/storable-text'
 import { BodyBudget, defaultShares } from './body-budget'
 import { BodyIdleWatch } from './body-idle-watch'
@@ -19,7 +23,9 @@ import { adminOrganizationRecordRouteTable, adminOrganizationRecordRoutes } from
 import { auditLogRouteTable, auditLogRoutes } from './routes/audit-logs'
 import { authRouteTable, authRoutes } from './routes/auth'
 import { changelogRouteTable, changelogRoutes } from './routes/changelog'
+import { healthRouteTable, healthRoutes } from './routes/health'
 import { inferenceRoutes } from './routes/inference'
+import { metricsRouteTable, metricsRoutes } from './routes/metrics'
 import { modelRoutes } from './routes/models'
 import { organizationModelRouteTable, organizationModelRoutes } from './routes/organization-models'
 import { organizationRouteTable, organizationRoutes } from './routes/organizations'
@@ -43,9 +49,27 @@ export interface AppDeps extends InferenceDeps {
   management: ManagementDeps
   /** The dashboard, built on its first request; one of its own per app when absent. */
   web?: WebBundle
+  /** Probes, metrics and each request's log line; without it /readyz reports ready and /metrics answers 404. */
+  observability?: AppObservability
+}
+
+/** What the app observes itself with (see `AppDeps.observability`). */
+export interface AppObservability {
+  /** Gives each request its log line and metrics. */
+  requests?: RequestObserver
+  /** GET /metrics; 404 when null (METRICS=off). */
+  metrics?: GatewayMetrics | null
+  /** The bearer token GET /metrics requires, or null for none. */
+  metricsToken?: string | null
+  /** GET /readyz. */
+  readiness?: Readiness
+  /** Where errors no client is told about go (console.error when absent). */
+  log?: (message: string, error?: unknown) => void
 }
 
 const routeTable: RouteTable = [
+  ...healthRouteTable,
+  ...metricsRouteTable,
   { pattern: /^\/v1\/chat\/completions\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/embeddings\/?$/, methods: ['POST'] },
   { pattern: /^\/v1\/models(\/.*)?$/, methods: ['GET'] },
@@ -128,11 +152,15 @@ export function buildApp(deps: AppDeps) {
     bodies,
     failures: authFailures,
   }
+  const observability = deps.observability ?? {}
+  // With metrics off and request lines below the log level, requests are not observed at all.
+  const requests = observability.requests?.isActive ? observability.requests : null
   // Filled once every route is in: the routes whose body waits for their credential.
   let readingAfterAuth: RouteSet = new Map()
   const app = new Elysia({ name: 'nilegate', normalize: false })
     .onRequest(({ request, set }) => {
-      set.headers['x-request-id'] = newRequestId()
+      const requestId = newRequestId()
+      set.headers['x-request-id'] = requestId
       // Browsers send Origin with every cross-origin request, and only they read CORS headers: a
       // POST without Origin (SDKs, servers) goes without them, as each header costs the hot path
       // about half a microsecond. Other methods keep them, so a cached GET serves browsers too.
@@ -146,8 +174,10 @@ export function buildApp(deps: AppDeps) {
         set.headers['access-control-max-age'] = '86400'
         return new Response(null, { status: 204, headers: set.headers as Record<string, string> })
       }
+      requests?.start(request, requestId)
     })
-    .use(errorHandler(routeTable))
+    .use(errorHandler(routeTable, { log: observability.log, observer: requests }))
+    .use(observeRequests(requests))
     // Every body is read as JSON, capped by route (SPEC 8.2), whatever its Content-Type says. A
     // route that takes an API key or a session reads it only once its guard has let the request
     // in (a declared size over the cap is refused first, from the headers); the others read it
@@ -163,8 +193,10 @@ export function buildApp(deps: AppDeps) {
       const ip = clientIp(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'), management.trustedProxies)
       return bodies.read(request, limitBytes, addressGroup(ip), true, set.headers)
     })
+    .use(healthRoutes(observability.readiness ?? null))
+    .use(metricsRoutes(observability.metrics ?? null, observability.metricsToken ?? null))
     .use(modelRoutes(deps.catalog, keyAuth))
-    .use(inferenceRoutes({ ...deps, ...keyAuth }))
+    .use(inferenceRoutes({ ...deps, ...keyAuth, requests }))
     .use(changelogRoutes(deps.catalog))
     .use(playgroundRoutes(deps, management))
     .use(managementRoutes(management, deps))

@@ -32,12 +32,14 @@ export const tagDescriptions: Readonly<Record<Tag, string>> = {
   Usage: 'Usage, cost and balance.',
   'Audit logs': 'Every change, login and denied key use.',
   Operator: 'Platform operators: organizations (suspension, plan, credit), users, model retirements and deployments.',
+  Operations: 'Probes for load balancers and orchestrators, and metrics for Prometheus.',
   Reference: 'This document and its reference page.',
 }
 
 export const securitySchemes = {
   ApiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'sk-...', description: 'An API key of a project, created with `POST /v1/organization/projects/{project_id}/api_keys`.' },
   Session: { type: 'http', scheme: 'bearer', bearerFormat: 'ngs_...', description: 'A session token from `POST /v1/auth/login`, valid for 12 hours.' },
+  MetricsToken: { type: 'http', scheme: 'bearer', description: 'The token of the `METRICS_TOKEN` setting; required only when it is set.' },
 }
 
 const idempotencyKey = {

@@ -14,6 +14,7 @@ import * as errorSchemas from './responses/errors'
 import * as inferenceSchemas from './responses/inference'
 import * as operatorSchemas from './responses/operator'
 import * as organizationSchemas from './responses/organizations'
+import * as probeSchemas from './responses/probes'
 import * as projectSchemas from './responses/projects'
 import * as reportSchemas from './responses/reports'
 
@@ -34,7 +35,7 @@ export type OpenApiDocument = {
   [field: string]: unknown
 }
 
-const namedSchemaModules = [errorSchemas, chatSchemas, commonSchemas, embeddingsSchemas, inferenceSchemas, accountSchemas, organizationSchemas, projectSchemas, reportSchemas, operatorSchemas, deploymentSchemas]
+const namedSchemaModules = [errorSchemas, chatSchemas, commonSchemas, embeddingsSchemas, inferenceSchemas, accountSchemas, organizationSchemas, projectSchemas, reportSchemas, operatorSchemas, deploymentSchemas, probeSchemas]
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` })
 const parameterRef = (name: keyof typeof headerParameters) => ({ $ref: `#/components/parameters/${name}` })
@@ -100,7 +101,7 @@ function describeOperation(path: string, route: AppRoute, operation: Operation, 
     summary: operation.summary,
     ...(operation.description ? { description: operation.description } : {}),
     tags: [operation.tag],
-    security: operation.access === 'public' ? [] : operation.access === 'apiKey' ? [{ ApiKey: [] }] : [{ Session: [] }],
+    security: operation.access === 'public' ? [] : operation.access === 'apiKey' ? [{ ApiKey: [] }] : operation.access === 'metrics' ? [{ MetricsToken: [] }] : [{ Session: [] }],
     ...(parameterList.length > 0 ? { parameters: parameterList } : {}),
     ...(body
       ? { requestBody: { required: !operation.bodyOptional, content: { 'application/json': { schema: components.use(body), ...(operation.example === undefined ? {} : { example: operation.example }) } } } }

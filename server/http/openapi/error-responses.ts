@@ -36,6 +36,7 @@ const accessErrors: Readonly<Record<Access, readonly ErrorCode[]>> = {
   verifiedUser: [...sessionErrors, 'email_not_verified'],
   member: [...sessionErrors, 'email_not_verified', 'not_a_member', 'project_not_in_org', 'permission_denied'],
   operator: [...sessionErrors, 'permission_denied'],
+  metrics: ['missing_auth_header', 'invalid_api_key'],
 }
 
 /** What a route's shape says about its errors. */
@@ -58,7 +59,7 @@ export function operationErrors(operation: Operation, route: RouteInputs): Error
   if (route.hasParameterSchema) codes.add('invalid_request')
   // The routes behind a session refuse a path or query parameter holding text Postgres cannot hold
   // (plugins/storable-text.ts), whatever their schemas.
-  if (operation.access !== 'public' && operation.access !== 'apiKey') codes.add('invalid_request')
+  if (operation.access !== 'public' && operation.access !== 'apiKey' && operation.access !== 'metrics') codes.add('invalid_request')
   if (operation.idempotency) codes.add('invalid_request').add('conflict')
   if (operation.access === 'member' && route.method !== 'GET') codes.add('org_suspended')
   return (Object.keys(errorCatalog) as ErrorCode[]).filter((code) => codes.has(code))

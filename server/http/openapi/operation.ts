@@ -4,12 +4,13 @@ import type { ErrorCode } from '@nilegate/shared/errors'
 /**
  * Who may call a route, which decides its security scheme and the codes its guard answers with:
  * an API key (inference), a session (`session`; `verifiedUser` also needs a verified address;
- * `member` acts on the selected organization), a platform operator's session, or anyone.
+ * `member` acts on the selected organization), a platform operator's session, the metrics token
+ * (METRICS_TOKEN, when set), or anyone.
  */
-export type Access = 'public' | 'apiKey' | 'session' | 'verifiedUser' | 'member' | 'operator'
+export type Access = 'public' | 'apiKey' | 'session' | 'verifiedUser' | 'member' | 'operator' | 'metrics'
 
 /** The groups of operations, in the order the reference shows them. */
-export type Tag = 'Chat' | 'Embeddings' | 'Models' | 'Auth' | 'Organizations' | 'Members' | 'Projects' | 'API keys' | 'Usage' | 'Audit logs' | 'Operator' | 'Reference'
+export type Tag = 'Chat' | 'Embeddings' | 'Models' | 'Auth' | 'Organizations' | 'Members' | 'Projects' | 'API keys' | 'Usage' | 'Audit logs' | 'Operator' | 'Operations' | 'Reference'
 
 /** A query parameter of a route that reads its query string by hand. */
 export interface QueryParameter {
@@ -29,7 +30,7 @@ export interface Operation {
   /** The body of a success. */
   response: TSchema
   /** The media type of a success; JSON when absent. */
-  mediaType?: 'text/html'
+  mediaType?: 'text/html' | 'text/plain'
   /** The status of a success; 200 when absent. */
   status?: 201 | 202
   /** Codes the handler answers beyond those its access, body, query and idempotency imply. */

@@ -2,6 +2,7 @@ import { accountOperations } from './operations/accounts'
 import { deploymentOperations } from './operations/deployments'
 import { inferenceOperations } from './operations/inference'
 import { operatorOperations } from './operations/operator'
+import { probeOperations } from './operations/probes'
 import { organizationOperations } from './operations/organizations'
 import { projectOperations } from './operations/projects'
 import { reportOperations } from './operations/reports'
@@ -18,6 +19,7 @@ export const operations = {
   ...reportOperations,
   ...operatorOperations,
   ...deploymentOperations,
+  ...probeOperations,
 }
 
 export type OperationKey = keyof typeof operations

@@ -1,5 +1,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { GatewayError, type ErrorBody } from '@nilegate/shared/errors'
+import { loggableError } from '../../observability/logger'
+import type { RequestObserver } from '../../observability/request-record'
 
 /** "/messages/2/role" -> "messages[2].role" */
 export function toParam(path: string): string | null {
@@ -91,27 +93,24 @@ function fromValidation(error: ValidationError): GatewayError {
   return new GatewayError('invalid_request', `Invalid ${where}: ${problem}.`, param)
 }
 
-/**
- * An error as it may be logged. A failed statement's error (drizzle's) carries the SQL and its
- * parameters, key and session hashes among them, in its message and fields: only its cause's
- * message and code are kept.
- */
-function loggable(error: unknown): unknown {
-  if (typeof (error as { query?: unknown } | null)?.query !== 'string') return error
-  const cause = (error as { cause?: { message?: unknown; code?: unknown } }).cause
-  const message = typeof cause?.message === 'string' ? cause.message : 'no reason given'
-  return `a database statement failed: ${message}${typeof cause?.code === 'string' ? ` (${cause.code})` : ''}`
-}
-
 /** Paths with the methods they answer, to tell 405 from 404. */
 export type RouteTable = ReadonlyArray<{ pattern: RegExp; methods: readonly string[] }>
+
+export interface ErrorHandlerOptions {
+  /** Where errors no client is told about are reported (`loggableError` makes them safe to log). */
+  log?: (message: string, error?: unknown) => void
+  /** Ends the record of each request answered with an error. */
+  observer?: RequestObserver | null
+}
 
 /**
  * Turns every error into the OpenAI error envelope with the catalog's status, `Retry-After` where
  * the catalog advises one, and the request id in the body of 413s. Nothing else reaches a client.
  */
-export function errorHandler(routes: RouteTable) {
-  return new Elysia({ name: 'error-handler' }).onError({ as: 'global' }, ({ code, error, request, set }) => {
+export function errorHandler(routes: RouteTable, options: ErrorHandlerOptions = {}) {
+  const log = options.log ?? ((message: string, error?: unknown) => console.error(message, error))
+  const observer = options.observer ?? null
+  return new Elysia({ name: 'error-handler' }).onError({ as: 'global' }, ({ code, error, request, route, set }) => {
     let gatewayError: GatewayError
     if (error instanceof GatewayError) gatewayError = error
     else if (code === 'PARSE' && (error as { cause?: unknown }).cause instanceof GatewayError) gatewayError = (error as { cause: GatewayError }).cause
@@ -128,11 +127,15 @@ export function errorHandler(routes: RouteTable) {
       // The client went away (its usage is recorded as 499) and the work for it was stopped: the
       // abort that surfaced here is no fault, and nobody reads this answer.
       set.status = 499
+      const record = observer?.recordOf(request)
+      if (record) observer!.failed(record, route, 499, '')
       return new GatewayError('invalid_request', 'The client closed the connection before the answer.').toBody()
     } else {
-      console.error('unhandled error', loggable(error))
+      log('unhandled error', loggableError(error))
       gatewayError = new GatewayError('internal_error')
     }
+    const record = observer?.recordOf(request)
+    if (record) observer!.failed(record, route, gatewayError.status, gatewayError.code)
     set.status = gatewayError.status
     if (gatewayError.retryAfterS !== undefined) set.headers['retry-after'] = String(gatewayError.retryAfterS)
     // A 413 may reach a client that had not finished sending: the body names the request itself.

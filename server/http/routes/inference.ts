@@ -6,6 +6,7 @@ import { checkMessages } from '../../core/check-messages'
 import { createEmbeddings } from '../../core/embeddings'
 import type { InferenceDeps, InferenceRequest } from '../../core/inference'
 import type { ApiKeyIdentity } from '../../core/ports'
+import type { RequestObserver } from '../../observability/request-record'
 import { apiKeyAuth, type KeyAuthDeps } from '../plugins/api-key-auth'
 import { lifecycleHeaders } from './changelog'
 import { endOfTurn } from '../end-of-turn'
@@ -13,7 +14,10 @@ import { openAiDuration } from '../openai-duration'
 import { BodyProblem } from '../request-body'
 import { sseResponse } from '../sse'
 
-export interface InferenceRouteDeps extends InferenceDeps, KeyAuthDeps {}
+export interface InferenceRouteDeps extends InferenceDeps, KeyAuthDeps {
+  /** Gives each request its log line and metrics; none when absent. */
+  requests?: RequestObserver | null
+}
 
 /**
  * Headers of an admitted request: X-RateLimit-* (a 429 carries only Retry-After), and for a model
@@ -36,6 +40,12 @@ function inferenceRequest(request: Request, identity: ApiKeyIdentity, requestId:
   return { requestId, identity, signal, startedAtMs: Date.now() }
 }
 
+/** Links the call to the request's record (its log line and metrics), when requests are observed. */
+function observe(observer: RequestObserver | null | undefined, request: Request, context: InferenceRequest, route: string | undefined, body: { model: string; stream?: boolean | null }): void {
+  const record = observer?.recordOf(request)
+  if (record && route !== undefined) observer!.inference(record, context, route, body)
+}
+
 /** What a chat request is served with besides its body. */
 export interface ChatExchange {
   identity: ApiKeyIdentity
@@ -44,6 +54,9 @@ export interface ChatExchange {
   headers: Record<string, unknown>
   /** Gives back what the caller held for the request (an edge place), once it has ended. */
   release: () => void
+  /** The route pattern and the observer of the request's log line and metrics, when requests are observed. */
+  route?: string
+  requests?: RequestObserver | null
 }
 
 /**
@@ -52,11 +65,12 @@ export interface ChatExchange {
  * answer is handed over at the end of the event loop's turn, with the others ready in it.
  */
 export async function serveChat(deps: InferenceDeps, body: ChatCompletionRequest, exchange: ChatExchange) {
-  const { identity, request, headers, release } = exchange
+  const { identity, request, headers, release, route, requests } = exchange
   const requestId = headers['x-request-id'] as string
   if (body.stream !== true) {
     try {
       const context = inferenceRequest(request, identity, requestId)
+      observe(requests, request, context, route, body)
       const completion = await completeChat(deps, body, context)
       setAnswerHeaders(headers, context)
       await endOfTurn()
@@ -68,6 +82,7 @@ export async function serveChat(deps: InferenceDeps, body: ChatCompletionRequest
   // A cancelled response body also stops the upstream, whether or not the request signal fired.
   const cancelled = new AbortController()
   const context = inferenceRequest(request, identity, requestId, AbortSignal.any([request.signal, cancelled.signal]))
+  observe(requests, request, context, route, body)
   let events: Awaited<ReturnType<typeof openChatStream>>
   try {
     events = await openChatStream(deps, body, context)
@@ -76,8 +91,17 @@ export async function serveChat(deps: InferenceDeps, body: ChatCompletionRequest
     throw error
   }
   setAnswerHeaders(headers, context)
+  const record = route === undefined ? undefined : requests?.recordOf(request)
+  let ended = release
+  if (record) {
+    requests!.streamStarted(record)
+    ended = () => {
+      requests!.streamEnded()
+      release()
+    }
+  }
   // The events are under way (and a cancelled body ends them) while the response waits its turn.
-  const response = sseResponse(events, headers as Record<string, string>, () => cancelled.abort(), release)
+  const response = sseResponse(events, headers as Record<string, string>, () => cancelled.abort(), ended)
   await endOfTurn()
   return response
 }
@@ -99,7 +123,7 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
     .onTransform(checkChatBody)
     .post(
       '/v1/chat/completions',
-      ({ body, identity, keyHash, request, set }) => serveChat(deps, body, { identity, request, headers: set.headers, release: deps.edge.acquire(keyHash) }),
+      ({ body, identity, keyHash, request, set }) => serveChat(deps, body, { identity, request, headers: set.headers, release: deps.edge.acquire(keyHash), route: '/v1/chat/completions', requests: deps.requests }),
       { body: ChatCompletionRequest },
     )
 
@@ -112,6 +136,7 @@ export function inferenceRoutes(deps: InferenceRouteDeps) {
         const release = deps.edge.acquire(keyHash)
         try {
           const context = inferenceRequest(request, identity, set.headers['x-request-id'] as string)
+          observe(deps.requests, request, context, '/v1/embeddings', body)
           const embeddings = await createEmbeddings(deps, body, context)
           setAnswerHeaders(set.headers, context)
           await endOfTurn()
