@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util'
 import { listBillingAccounts } from '../adapters/postgres/billing-accounts'
 import { RedisAdmissionStore } from '../adapters/redis/admission-store'
-import { createRedisClient, waitForRedis } from '../adapters/redis/client'
+import { waitForRedis } from '../adapters/redis/client'
+import { connectRedis } from '../adapters/redis/connect-redis'
 import { loadConfig } from '../config'
 import type { LedgerCounters } from '../core/admission'
 import { Catalog } from '../core/catalog'
@@ -89,7 +90,7 @@ export async function runReconcileCommand(args: string[], env: Record<string, st
   }
   const config = loadConfig(env)
   if (!config.redisUrl) throw new CliError('reconcile works on the Redis admission counters: set REDIS_URL. ' + reconcileUsage.split('\n').at(-1))
-  const redis = createRedisClient(config.redisUrl)
+  const redis = connectRedis(config.redisUrl)
   try {
     await waitForRedis(redis, 5_000)
     const store = new RedisAdmissionStore(redis)
