@@ -2,6 +2,7 @@ import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { networkInterfaces } from 'node:os'
+import { logLevels, type LogLevel } from './observability/log-level'
 
 // Integers use TypeBox's own Integer: Elysia's accepts numeric strings as they are, so `Value.Convert`
 // would leave '3000' a string and arithmetic on it would concatenate.
@@ -23,7 +24,12 @@ const Env = t.Object({
   USAGE_FLUSH_MS: Type.Integer({ minimum: 1, default: 200 }),
   /** Usage events waiting to be written at which new requests are refused with 503, until half are. */
   USAGE_MAX_PENDING: Type.Integer({ minimum: 1, default: 500_000 }),
-  LOG_REQUESTS: t.Boolean({ default: false }),
+  /** The least severe log lines written: fatal, error, warn, info (one line a request), debug, trace, or silent. */
+  LOG_LEVEL: t.Union(logLevels.map((level) => t.Literal(level)), { default: 'info' }),
+  /** `off` stops recording metrics (GET /metrics then answers 404). */
+  METRICS: t.Union([t.Literal('on'), t.Literal('off')], { default: 'on' }),
+  /** A bearer token GET /metrics requires when set; open to anyone who reaches it when unset. */
+  METRICS_TOKEN: t.Optional(t.String({ minLength: 1 })),
   /** Mail server for verification mails (smtp://user:pass@host:587, smtps://...:465); printed to the console when unset. */
   SMTP_URL: t.Optional(t.String({ pattern: '^smtps?://' })),
   /** The sender of the gateway's mail. */
@@ -51,7 +57,9 @@ export interface Config {
   bodyBudgetBytes: number
   usageFlushMs: number
   usageMaxPending: number
-  logRequests: boolean
+  logLevel: LogLevel
+  metrics: boolean
+  metricsToken: string | null
   smtpUrl: string | null
   mailFrom: string
   reconcileIntervalS: number
@@ -81,7 +89,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     bodyBudgetBytes: parsed.BODY_BUDGET_BYTES,
     usageFlushMs: parsed.USAGE_FLUSH_MS,
     usageMaxPending: parsed.USAGE_MAX_PENDING,
-    logRequests: parsed.LOG_REQUESTS,
+    logLevel: parsed.LOG_LEVEL,
+    metrics: parsed.METRICS === 'on',
+    metricsToken: parsed.METRICS_TOKEN ?? null,
     smtpUrl: parsed.SMTP_URL ?? null,
     mailFrom: parsed.MAIL_FROM,
     reconcileIntervalS: parsed.RECONCILE_INTERVAL_S,

@@ -29,6 +29,8 @@ export interface DatabaseOptions {
   dataDir: string
   /** Connections in the postgres.js pool. */
   poolSize?: number
+  /** Where an outage of Postgres is reported (once per 10 s while it lasts); console.error when absent. */
+  log?: (message: string) => void
 }
 
 /**
@@ -70,7 +72,7 @@ const migrationLockKey = 7_202_544_016
  * The embedded database allows one process at a time: hold the data-dir lock (data-dir-lock.ts) first.
  */
 export function openDatabase(options: DatabaseOptions): Promise<Database> {
-  return options.databaseUrl === null ? openEmbeddedDatabase(options.dataDir) : migrated(openPostgres(options.databaseUrl, options.poolSize))
+  return options.databaseUrl === null ? openEmbeddedDatabase(options.dataDir) : migrated(openPostgres(options.databaseUrl, options.poolSize, options.log))
 }
 
 /** The embedded database as its own thread uses it (database-worker.ts): usage batches arrive as text. */
@@ -113,7 +115,7 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
   return { ...database, kind: 'pglite', writeUsageBatch }
 }
 
-function openPostgres(databaseUrl: string, poolSize = defaultPoolSize): Database {
+function openPostgres(databaseUrl: string, poolSize = defaultPoolSize, log?: (message: string) => void): Database {
   const client = postgres(databaseUrl, { max: poolSize, backoff: reconnectBackoffS, onnotice: () => {}, connection: { application_name: 'nilegate' } })
   const db = drizzlePostgres({ client, schema })
   const database = buildDatabase('postgres', db, (events, lastUsed) => insertUsageRows(db, events, lastUsed), {
@@ -122,7 +124,7 @@ function openPostgres(databaseUrl: string, poolSize = defaultPoolSize): Database
   })
   // A server that went away answers 503, and no statement or its parameters (key and session hashes
   // among them) reaches a log, whoever catches the error.
-  const answering = answeringOutages()
+  const answering = answeringOutages(log)
   const governance = Object.fromEntries(Object.entries(database.governance).map(([area, store]) => [area, answering(store)])) as unknown as Governance
   return { ...database, identities: answering(database.identities), usage: answering(database.usage), ledger: answering(database.ledger), governance }
 }
