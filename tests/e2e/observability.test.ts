@@ -23,11 +23,13 @@ async function requestLine(gateway: RunningGateway, requestId: string): Promise<
 }
 
 /** `/readyz`'s status and checks, polled until its status is `status` (readiness is reused for a second). */
-async function readyzUntil(gateway: RunningGateway, status: number, timeoutMs = 15_000): Promise<{ status: number; body: { checks: Record<string, string>; error?: { message: string } } }> {
+type ReadyzBody = { status?: 'ok'; checks: Record<string, string>; error?: { message: string } }
+
+async function readyzUntil(gateway: RunningGateway, status: number, timeoutMs = 15_000): Promise<{ status: number; body: ReadyzBody }> {
   const deadline = performance.now() + timeoutMs
   for (;;) {
     const response = await fetch(`${gateway.origin}/readyz`)
-    const answer = { status: response.status, body: (await response.json()) as { checks: Record<string, string>; error?: { message: string } } }
+    const answer = { status: response.status, body: (await response.json()) as ReadyzBody }
     if (answer.status === status || performance.now() > deadline) return answer
     await Bun.sleep(100)
   }
