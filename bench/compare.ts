@@ -99,6 +99,7 @@ export async function runComparison(
       postgresUrl: postgresArg(args),
       redisUrl: redisArg(args),
       keepTemp: false,
+      metricsRps: 0,
     }
     const tool = await chooseLoadTool(null)
     if (options.redisUrl) await flushRedis(options.redisUrl)

@@ -54,7 +54,7 @@ export interface LoadOptions {
   isQuiet: boolean
 }
 
-/** A command line the tester cannot run: printed with the usage, exit code 2. */
+/** A command line the tester cannot run (exit code 2), or --help when its message is empty. */
 export class UsageError extends Error {}
 
 function positive(name: string, raw: string | undefined, fallback: number, isInteger: boolean): number {

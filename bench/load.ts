@@ -18,9 +18,12 @@ async function main(): Promise<number> {
     options = await parseLoadOptions(Bun.argv.slice(2))
   } catch (error) {
     if (!(error instanceof UsageError)) throw error
-    if (error.message) console.error(error.message)
-    console.error(loadUsage)
-    return error.message ? 2 : 0
+    if (!error.message) {
+      console.log(loadUsage)
+      return 0
+    }
+    console.error(`${error.message} (bun bench/load.ts --help lists the options)`)
+    return 2
   }
   const progressLine = createProgressLine()
   // On a terminal the line is rewritten in place; in a log, one line a second.

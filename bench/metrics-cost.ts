@@ -1,12 +1,16 @@
 // What recording Prometheus metrics costs the gateway: scenario (b) once more on a second gateway
 // started with METRICS=off, the two taken in turns, compared by req/s and by the gateway's CPU per
-// request (the figure that does not move with what else shares the cores).
+// request. Flat out, CPU per request moves with how many requests share a turn of the event loop,
+// and that with whatever else runs on the cores; so the pair is measured once more at one fixed
+// rate (an open loop of bench/load.ts), where both gateways see the same arrivals.
 
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { createScratchDatabase, startGateway, type GatewayLaunch, type RunningGateway } from './gateway-process'
 import { requestsPerSecond } from './load-result'
+import type { LoadReport } from './load-stats'
 import { percentile } from './percentile'
+import { cpuSeconds, type ProcessGroup } from './process-group'
 import type { BenchReport, ScenarioOutcome } from './report'
 
 export const metricsOffLabel = 'gateway to the fake upstream, metrics off (METRICS=off)'
@@ -50,6 +54,75 @@ export function gatewayUsPerRequest(outcome: ScenarioOutcome): number | null {
 
 const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50)
 
+/** One gateway's share of a fixed-rate round. */
+export interface FixedRateSample {
+  /** The gateway's CPU (all threads) per successful request, in microseconds. */
+  cpuUs: number | null
+  ok: number
+  /** Failed, dropped (no free slot) or unfinished requests. */
+  missed: number
+  p50Ms: number | null
+}
+
+/** Both gateways at the same open-loop rate, round after round in turns. */
+export interface FixedRateRounds {
+  rps: number
+  durationS: number
+  rounds: { on: FixedRateSample; off: FixedRateSample }[]
+}
+
+async function measureAtRate(gateway: RunningGateway, run: { bodyFile: string; rps: number; durationS: number; processes: ProcessGroup; logPath: string }): Promise<FixedRateSample> {
+  const jsonPath = `${run.logPath}.json`
+  const cmd = ['bun', join(import.meta.dir, 'load.ts'), '--url', `${gateway.baseUrl}/chat/completions`, '--body-file', run.bodyFile, '--keys', gateway.keysFile,
+    '--rps', String(run.rps), '--concurrency', String(Math.max(50, Math.ceil(run.rps / 10))), '--duration', String(run.durationS), '--timeout', '2', '--json', jsonPath]
+  const before = await cpuSeconds(gateway.pid)
+  const child = run.processes.spawn(cmd, { env: { ...Bun.env } as Record<string, string>, logPath: run.logPath })
+  const exitCode = await child.exited
+  const after = await cpuSeconds(gateway.pid)
+  if (exitCode !== 0) throw new Error(`bench/load.ts exited with ${exitCode}:\n${(await Bun.file(run.logPath).text()).slice(-2000)}`)
+  const report = (await Bun.file(jsonPath).json()) as LoadReport
+  const ok = report.requests.ok
+  return {
+    cpuUs: before === null || after === null || ok === 0 ? null : ((after - before) * 1e6) / ok,
+    ok,
+    missed: report.requests.failed + report.requests.dropped,
+    p50Ms: report.latency_ms?.p50 ?? null,
+  }
+}
+
+/** The two gateways at `rps` for `durationS` each, `rounds` times in turns (after one unrecorded round each). */
+export async function measureMetricsAtRate(
+  pair: { on: RunningGateway; off: RunningGateway },
+  run: { bodyFile: string; rps: number; durationS: number; rounds: number; processes: ProcessGroup; workDir: string },
+): Promise<FixedRateRounds> {
+  const rounds: FixedRateRounds['rounds'] = []
+  for (let round = 0; round <= run.rounds; round++) {
+    const measure = (gateway: RunningGateway, name: string) =>
+      measureAtRate(gateway, { ...run, durationS: round === 0 ? Math.min(2, run.durationS) : run.durationS, logPath: join(run.workDir, `load-metrics-${name}-${round}.log`) })
+    console.error(round === 0 ? `warming the metrics pair at ${run.rps} req/s ...` : `measuring the metrics pair at ${run.rps} req/s for ${run.durationS} s, round ${round} of ${run.rounds} ...`)
+    const on = await measure(pair.on, 'on')
+    const off = await measure(pair.off, 'off')
+    if (round > 0) rounds.push({ on, off })
+  }
+  return { rps: run.rps, durationS: run.durationS, rounds }
+}
+
+function fixedRateLines(measured: FixedRateRounds): string[] {
+  const pairs = measured.rounds.flatMap(({ on, off }) => (on.cpuUs === null || off.cpuUs === null ? [] : [[on.cpuUs, off.cpuUs] as const]))
+  if (pairs.length === 0) return [`- at ${measured.rps} req/s: not measured (no CPU figures)`]
+  const costUs = median(pairs.map(([onUs, offUs]) => onUs - offUs))
+  const offUs = median(pairs.map(([, us]) => us))
+  const missed = measured.rounds.reduce((sum, { on, off }) => sum + on.missed + off.missed, 0)
+  const p50 = (side: 'on' | 'off') => median(measured.rounds.map((round) => round[side].p50Ms ?? Number.NaN).filter(Number.isFinite))
+  return [
+    `- at a fixed ${measured.rps} req/s (open loop, ${pairs.length} rounds of ${measured.durationS} s each, in turns): the gateway's CPU per request ` +
+      `${median(pairs.map(([us]) => us)).toFixed(1)} us with metrics, ${offUs.toFixed(1)} us without; **recording metrics costs ${costUs.toFixed(1)} us a request ` +
+      `(${((costUs / offUs) * 100).toFixed(1)}%)**, the median of the rounds' differences (${pairs.map(([a, b]) => (a - b).toFixed(1)).join(', ')} us); ` +
+      `latency p50 ${p50('on').toFixed(2)} ms against ${p50('off').toFixed(2)} ms` +
+      (missed > 0 ? `; **${missed} requests failed or were dropped**` : ''),
+  ]
+}
+
 /** The markdown lines on (b) against (i): req/s, CPU per request, and the difference; empty without both. */
 export function metricsCostLines(report: BenchReport): string[] {
   const on = report.scenarios.find((scenario) => scenario.id === 'b')
@@ -65,12 +138,13 @@ export function metricsCostLines(report: BenchReport): string[] {
   const offUs = median(pairs.map(([, us]) => us))
   const onRps = requestsPerSecond(on.result)
   const offRps = requestsPerSecond(off.result)
-  const rounds = pairs.length > 1 ? ` (medians of ${pairs.length} rounds; round by round: ${pairs.map(([a, b]) => (a - b).toFixed(1)).join(', ')} us)` : ' (one round: `--rounds 5` for a figure to rely on)'
+  const rounds = pairs.length > 1 ? ` (medians of ${pairs.length} rounds; round by round: ${pairs.map(([a, b]) => (a - b).toFixed(1)).join(', ')} us)` : ' (one round)'
   return [
     'Metrics cost, (b) against (i): the same gateway and load with METRICS=off, taken in turns:',
     '',
-    `- req/s: ${onRps.toFixed(0)} with metrics, ${offRps.toFixed(0)} without (${(((onRps - offRps) / offRps) * 100).toFixed(1)}%)`,
-    `- the gateway's CPU per request: ${onUs.toFixed(1)} us with metrics, ${offUs.toFixed(1)} us without; recording metrics costs ${costUs.toFixed(1)} us a request (${((costUs / offUs) * 100).toFixed(1)}%)${rounds}`,
+    `- flat out, req/s: ${onRps.toFixed(0)} with metrics, ${offRps.toFixed(0)} without (${(((onRps - offRps) / offRps) * 100).toFixed(1)}%)`,
+    `- flat out, the gateway's CPU per request: ${onUs.toFixed(1)} us with metrics, ${offUs.toFixed(1)} us without: ${costUs.toFixed(1)} us a request (${((costUs / offUs) * 100).toFixed(1)}%)${rounds}`,
+    ...(report.metricsAtRate ? fixedRateLines(report.metricsAtRate) : []),
     '',
   ]
 }

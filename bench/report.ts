@@ -3,7 +3,7 @@ import type { LoadTool } from './load-tool'
 import type { MachineInfo } from './machine-info'
 import type { TtfbResult } from './ttfb'
 import { threadGroups, type ThreadGroup } from './process-group'
-import { metricsCostLines } from './metrics-cost'
+import { metricsCostLines, type FixedRateRounds } from './metrics-cost'
 
 /** One throughput scenario: measured, failed before measuring, or skipped. */
 export interface ScenarioOutcome {
@@ -38,6 +38,8 @@ export interface BenchReport {
   settings: { durationS: number; rounds: number; connections: number; threads: number; keys: number; ttfbRequests: number }
   scenarios: ScenarioOutcome[]
   ttfb: TtfbResult[]
+  /** The gateway with and without METRICS at one fixed rate, when measured. */
+  metricsAtRate?: FixedRateRounds | null
   notes: string[]
 }
 

@@ -4,7 +4,7 @@
 // METRICS=off, for what recording metrics costs; then the time to first streamed byte, direct and
 // through the gateway. Prints a table and writes bench/RESULTS.md.
 //
-//   bun bench/run.ts [--duration 10] [--connections 50] [--threads 1] [--tool wrk|bun] [--keys N]
+//   bun bench/run.ts [--duration 10] [--connections 50] [--threads 1] [--tool wrk|bun] [--keys N] [--metrics-rps 1000]
 //                    [--ttfb-requests 200] [--out bench/RESULTS.md | --no-write] [--profile DIR] [--keep-temp]
 //                    [--postgres [postgres://postgres@127.0.0.1:5432/postgres]] [--redis [redis://127.0.0.1:6379/10]]
 //
@@ -22,7 +22,7 @@ import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
 import { createScratchDatabase, startGateway, type RunningGateway } from './gateway-process'
 import { startBareProxy, startUpstream, type RunningUpstream } from './upstream-process'
 import { postgresArg, redisArg } from './arg-value'
-import { checkMetricsPair, gatewayUsPerRequest, metricsOffLabel, startMetricsOffGateway } from './metrics-cost'
+import { checkMetricsPair, gatewayUsPerRequest, measureMetricsAtRate, metricsOffLabel, startMetricsOffGateway, type FixedRateRounds } from './metrics-cost'
 
 export interface Options {
   durationS: number
@@ -41,6 +41,8 @@ export interface Options {
   /** A Redis database (flushed before the run) for the admission counters, instead of the in-process store. */
   redisUrl: string | null
   keepTemp: boolean
+  /** The rate at which the gateway is measured with and without metrics (0: not at all). */
+  metricsRps: number
 }
 
 const repoDir = resolve(import.meta.dir, '..')
@@ -74,6 +76,7 @@ function parseOptions(args: string[]): Options {
     postgresUrl: postgresArg(args),
     redisUrl: redisArg(args),
     keepTemp: args.includes('--keep-temp'),
+    metricsRps: count('metrics-rps', 1_000, 0),
   }
 }
 
@@ -339,9 +342,15 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     }
   }
   outcomes.push(...rounds.map(medianRound))
+  let metricsAtRate: FixedRateRounds | null = null
   if (gateway && metricsOffGateway && !deadServer) {
     const problem = await checkMetricsPair(gateway, metricsOffGateway)
     if (problem) notes.push(problem)
+    if (options.metricsRps > 0) {
+      const run = { bodyFile: files.viaUpstream, rps: options.metricsRps, durationS: options.durationS, rounds: Math.max(3, options.rounds), processes, workDir }
+      metricsAtRate = await measureMetricsAtRate({ on: gateway, off: metricsOffGateway }, run)
+      await checkServers('During the metrics pair at a fixed rate')
+    }
   }
   for (const [id, label] of Object.entries(gatewayScenarios) as [keyof typeof gatewayScenarios, string][]) {
     if (!gateway) outcomes.push({ id, label, result: null, notMeasured: 'skipped: no gateway', cpuPercent: { gateway: null, gatewayMain: null, upstream: null } })
@@ -370,6 +379,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     settings: { durationS: options.durationS, rounds: options.rounds, connections: options.connections, threads: options.threads, keys: gateway?.keys.length ?? 0, ttfbRequests: options.ttfbRequests },
     scenarios: outcomes,
     ttfb,
+    metricsAtRate,
     notes,
   }
   const markdown = renderReport(report)

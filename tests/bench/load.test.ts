@@ -31,9 +31,9 @@ describe('bench/load.ts against a gateway on the simulator', () => {
     const key = await gateway.current.createApiKey({ rpm: 1_000_000 })
 
     // 40 a second stays under the edge's 100 a second for one key.
-    const { report, stderr } = await load(['--base-url', gateway.current.baseUrl, '--api-key', key, '--model', model, '--rps', '40', '--duration', '2', '--concurrency', '4'])
+    const { report, stderr } = await load(['--base-url', gateway.current.baseUrl, '--api-key', key, '--model', model, '--rps', '40', '--duration', '2', '--concurrency', '8'])
 
-    expect(report.load).toEqual({ loop: 'open', concurrency: 4, rps: 40, duration_s: 2, requests_limit: null, timeout_s: 60 })
+    expect(report.load).toEqual({ loop: 'open', concurrency: 8, rps: 40, duration_s: 2, requests_limit: null, timeout_s: 60 })
     expect(report.ended_by).toBe('duration')
     expect(report.requests.sent + report.requests.dropped).toBeLessThanOrEqual(80)
     expect(report.requests.sent).toBeGreaterThanOrEqual(50)
