@@ -72,6 +72,8 @@ export interface InferenceRequest {
   streamError?: GatewayError
   /** Called once the request's usage is recorded (`InferenceCall.record`), with its row. */
   onRecord?: (event: UsageEvent) => void
+  /** The W3C trace the request continues, passed to its upstream calls. */
+  trace?: { traceId: string; traceparent: string }
 }
 
 /** A hold outlives the longest request by this much before it is released on its own. */
@@ -122,7 +124,9 @@ export class InferenceCall {
       this.request.deployment = deployment
       this.router.acquire(deployment)
       try {
-        const result = await attempt(this.deps.providerFor(deployment), { requestId: this.request.requestId, signal: this.request.signal, model: this.model, deployment })
+        const providerCall: ProviderCall = { requestId: this.request.requestId, signal: this.request.signal, model: this.model, deployment }
+        if (this.request.trace) providerCall.traceparent = this.request.trace.traceparent
+        const result = await attempt(this.deps.providerFor(deployment), providerCall)
         if (hold) this.held = deployment
         else this.release(deployment, 'success')
         return result

@@ -8,6 +8,8 @@ export interface ProviderCall {
   signal: AbortSignal
   model: CatalogModel
   deployment: Deployment
+  /** The W3C `traceparent` to send upstream, when the request came with a trace to continue. */
+  traceparent?: string
 }
 
 /**

@@ -58,6 +58,7 @@ interface RequestLine {
   completion_tokens?: number
   cost_micros?: number
   ttft_ms?: number
+  trace_id?: string
   msg: 'request'
 }
 
@@ -79,7 +80,8 @@ const round = (ms: number) => Math.round(ms * 100) / 100
  * It is built with one JSON.stringify rather than through the logger, whose serializer took 5.4 us
  * for these fields here against 0.4: a tenth of what the gateway spends on a request. It names the
  * request's ids (request, organization, project, key), model, deployment, status and error code,
- * tokens, cost, latency and time to first token; never a credential, a prompt or a completion.
+ * tokens, cost, latency, time to first token and the W3C trace it continued; never a credential, a
+ * prompt or a completion.
  */
 export class RequestObserver {
   private readonly metrics: GatewayMetrics | null
@@ -181,6 +183,7 @@ export class RequestObserver {
       completion_tokens: usage?.completionTokens,
       cost_micros: usage ? Number(usage.costMicros) : undefined,
       ttft_ms: firstChunkMs === null ? undefined : round(firstChunkMs),
+      trace_id: call?.trace?.traceId,
       msg: 'request',
     }
     this.output.write(`${JSON.stringify(line)}\n`)

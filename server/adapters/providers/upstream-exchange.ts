@@ -153,6 +153,7 @@ export class UpstreamExchange {
     const { deployment, signal } = this.call
     if (signal.aborted) throw signal.reason
     const headers: Record<string, string> = { 'content-type': 'application/json', accept, 'x-request-id': this.call.requestId }
+    if (this.call.traceparent !== undefined) headers.traceparent = this.call.traceparent
     if (deployment.apiKeyEnv) {
       const key = process.env[deployment.apiKeyEnv]
       if (!key) throw new GatewayError('service_unavailable', "The gateway has no credentials for this model's upstream.")

@@ -7,6 +7,7 @@ import { createEmbeddings } from '../../core/embeddings'
 import type { InferenceDeps, InferenceRequest } from '../../core/inference'
 import type { ApiKeyIdentity } from '../../core/ports'
 import type { RequestObserver } from '../../observability/request-record'
+import { continueTrace } from '../../observability/trace-context'
 import { apiKeyAuth, type KeyAuthDeps } from '../plugins/api-key-auth'
 import { lifecycleHeaders } from './changelog'
 import { endOfTurn } from '../end-of-turn'
@@ -35,9 +36,15 @@ function setAnswerHeaders(headers: Record<string, unknown>, context: InferenceRe
   if (context.model) Object.assign(headers, lifecycleHeaders(context.model))
 }
 
-/** The request as core sees it; its signal fires when the client goes away. */
+/**
+ * The request as core sees it; its signal fires when the client goes away. A W3C `traceparent`
+ * it came with is continued in its upstream calls.
+ */
 function inferenceRequest(request: Request, identity: ApiKeyIdentity, requestId: string, signal: AbortSignal = request.signal): InferenceRequest {
-  return { requestId, identity, signal, startedAtMs: Date.now() }
+  const context: InferenceRequest = { requestId, identity, signal, startedAtMs: Date.now() }
+  const trace = continueTrace(request.headers.get('traceparent'))
+  if (trace) context.trace = trace
+  return context
 }
 
 /** Links the call to the request's record (its log line and metrics), when requests are observed. */

@@ -1,7 +1,7 @@
 import { hashApiKey } from '../../../server/core/api-keys'
 import { ApiKeyCache } from '../../../server/core/authenticate'
-import { Catalog } from '../../../server/core/catalog'
-import type { ApiKeyIdentity, UsageEvent } from '../../../server/core/ports'
+import { Catalog, type CatalogModel, type Deployment } from '../../../server/core/catalog'
+import type { ApiKeyIdentity, Provider, UsageEvent } from '../../../server/core/ports'
 import { Router } from '../../../server/core/router'
 import { loadCatalogFile } from '../../../server/catalog-file'
 import { InProcessAdmissionStore } from '../../../server/adapters/in-process/admission-store'
@@ -47,6 +47,9 @@ export interface ObservedAppOptions {
   identity?: Partial<ApiKeyIdentity>
   /** Readiness checks other than the app's own deployments check; none (ready) when absent. */
   readiness?: Partial<Pick<ReadinessOptions, 'database' | 'redis' | 'timeoutMs' | 'maxAgeMs'>>
+  /** The catalog's models (the demo catalog's when absent) and their providers (the scripted one). */
+  models?: CatalogModel[]
+  providerFor?: (deployment: Deployment) => Provider
 }
 
 /**
@@ -56,7 +59,7 @@ export interface ObservedAppOptions {
 export async function observedApp(options: ObservedAppOptions = {}) {
   const secret = `sk-observed${'y'.repeat(40)}`
   const provider = new ScriptedProvider()
-  const catalog = new Catalog(await loadCatalogFile(demoCatalogPath))
+  const catalog = new Catalog(options.models ?? (await loadCatalogFile(demoCatalogPath)))
   const router = new Router()
   const usage: UsageEvent[] = []
   const output = new CapturedOutput()
@@ -74,7 +77,7 @@ export async function observedApp(options: ObservedAppOptions = {}) {
   const app = buildApp({
     catalog,
     router,
-    providerFor: () => provider,
+    providerFor: options.providerFor ?? (() => provider),
     usage: { record: (event) => usage.push(event) },
     admission: new InProcessAdmissionStore(),
     ledger: { readCounters: async (_orgId, month) => ({ month, balanceMicros: options.balanceMicros ?? 1_000_000_000_000n, keySpend: new Map(), projectSpend: new Map(), recordedIds: [] }) },

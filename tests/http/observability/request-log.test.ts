@@ -1,6 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { hostname } from 'node:os'
 import { createLogger, loggableError, logAt } from '../../../server/observability/logger'
+import { createProviderRegistry } from '../../../server/adapters/providers'
+import { jsonResponse, startFakeUpstream, upstreamCall, upstreamChatRequest, upstreamCompletion } from '../../support/fake-upstream'
 import { chatModel, chatRequest } from '../../support/test-app'
 import { CapturedOutput, observedApp } from './observed-app'
 
@@ -136,5 +138,28 @@ describe('logged errors', () => {
 
     expect(logged).toEqual({ type: 'TypeError', message: 'bad value', code: 'E_BAD', stack: expect.stringMatching(/^ {4}at /) })
     expect(JSON.stringify(logged)).not.toContain('hidden field')
+  })
+})
+
+describe('a W3C traceparent', () => {
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
+
+  test('is continued upstream with a span id of the gateway, and its trace id is logged', async () => {
+    const upstream = startFakeUpstream(() => jsonResponse(upstreamCompletion('traced')))
+    try {
+      const { model } = upstreamCall(upstream.baseUrl)
+      const { send, output } = await observedApp({ models: [model], providerFor: createProviderRegistry() })
+
+      const traced = await send('POST', '/v1/chat/completions', { body: upstreamChatRequest(), headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } })
+      const untraced = await send('POST', '/v1/chat/completions', { body: upstreamChatRequest(), headers: { traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` } })
+
+      expect([traced.status, untraced.status]).toEqual([200, 200])
+      const [first, second] = upstream.requests
+      expect(first!.headers.get('traceparent')).toMatch(new RegExp(`^00-${traceId}-(?!00f067aa0ba902b7)[0-9a-f]{16}-01$`))
+      expect(second!.headers.get('traceparent')).toBeNull()
+      expect(output.requests.map((line) => line.trace_id)).toEqual([traceId, undefined])
+    } finally {
+      upstream.stop()
+    }
   })
 })
