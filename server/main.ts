@@ -177,7 +177,7 @@ const readiness = new Readiness({
   redis: redis ? () => redis.ping() : undefined,
   deployments: () => hasServingDeployment(catalog, router),
   onChange(report, errors) {
-    if (report.ready) readinessLog.info('ready: the database, Redis and a deployment answer')
+    if (report.ready) readinessLog.info({ checks: report.checks }, 'ready')
     else readinessLog.warn({ checks: report.checks, errors: errors.map(loggableError) }, `not ready: ${report.reasons.join('; ')}`)
   },
 })
