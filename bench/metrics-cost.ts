@@ -59,8 +59,10 @@ export interface FixedRateSample {
   /** The gateway's CPU (all threads) per successful request, in microseconds. */
   cpuUs: number | null
   ok: number
-  /** Failed, dropped (no free slot) or unfinished requests. */
-  missed: number
+  /** Failed or unfinished requests. */
+  failed: number
+  /** Arrivals that found every slot busy (a stall of the gateway). */
+  dropped: number
   p50Ms: number | null
 }
 
@@ -71,10 +73,13 @@ export interface FixedRateRounds {
   rounds: { on: FixedRateSample; off: FixedRateSample }[]
 }
 
+/** Room for half a second's arrivals, so that a short stall of the gateway drops none. */
+const fixedRateSlots = (rps: number) => Math.max(100, Math.ceil(rps / 2))
+
 async function measureAtRate(gateway: RunningGateway, run: { bodyFile: string; rps: number; durationS: number; processes: ProcessGroup; logPath: string }): Promise<FixedRateSample> {
   const jsonPath = `${run.logPath}.json`
   const cmd = ['bun', join(import.meta.dir, 'load.ts'), '--url', `${gateway.baseUrl}/chat/completions`, '--body-file', run.bodyFile, '--keys', gateway.keysFile,
-    '--rps', String(run.rps), '--concurrency', String(Math.max(50, Math.ceil(run.rps / 10))), '--duration', String(run.durationS), '--timeout', '2', '--json', jsonPath]
+    '--rps', String(run.rps), '--concurrency', String(fixedRateSlots(run.rps)), '--duration', String(run.durationS), '--timeout', '2', '--json', jsonPath]
   const before = await cpuSeconds(gateway.pid)
   const child = run.processes.spawn(cmd, { env: { ...Bun.env } as Record<string, string>, logPath: run.logPath })
   const exitCode = await child.exited
@@ -85,7 +90,8 @@ async function measureAtRate(gateway: RunningGateway, run: { bodyFile: string; r
   return {
     cpuUs: before === null || after === null || ok === 0 ? null : ((after - before) * 1e6) / ok,
     ok,
-    missed: report.requests.failed + report.requests.dropped,
+    failed: report.requests.failed,
+    dropped: report.requests.dropped,
     p50Ms: report.latency_ms?.p50 ?? null,
   }
 }
@@ -98,7 +104,7 @@ export async function measureMetricsAtRate(
   const rounds: FixedRateRounds['rounds'] = []
   for (let round = 0; round <= run.rounds; round++) {
     const measure = (gateway: RunningGateway, name: string) =>
-      measureAtRate(gateway, { ...run, durationS: round === 0 ? Math.min(2, run.durationS) : run.durationS, logPath: join(run.workDir, `load-metrics-${name}-${round}.log`) })
+      measureAtRate(gateway, { ...run, durationS: round === 0 ? Math.min(5, run.durationS) : run.durationS, logPath: join(run.workDir, `load-metrics-${name}-${round}.log`) })
     console.error(round === 0 ? `warming the metrics pair at ${run.rps} req/s ...` : `measuring the metrics pair at ${run.rps} req/s for ${run.durationS} s, round ${round} of ${run.rounds} ...`)
     const on = await measure(pair.on, 'on')
     const off = await measure(pair.off, 'off')
@@ -112,14 +118,15 @@ function fixedRateLines(measured: FixedRateRounds): string[] {
   if (pairs.length === 0) return [`- at ${measured.rps} req/s: not measured (no CPU figures)`]
   const costUs = median(pairs.map(([onUs, offUs]) => onUs - offUs))
   const offUs = median(pairs.map(([, us]) => us))
-  const missed = measured.rounds.reduce((sum, { on, off }) => sum + on.missed + off.missed, 0)
+  const total = (figure: 'failed' | 'dropped') => measured.rounds.reduce((sum, { on, off }) => sum + on[figure] + off[figure], 0)
   const p50 = (side: 'on' | 'off') => median(measured.rounds.map((round) => round[side].p50Ms ?? Number.NaN).filter(Number.isFinite))
   return [
     `- at a fixed ${measured.rps} req/s (open loop, ${pairs.length} rounds of ${measured.durationS} s each, in turns): the gateway's CPU per request ` +
       `${median(pairs.map(([us]) => us)).toFixed(1)} us with metrics, ${offUs.toFixed(1)} us without; **recording metrics costs ${costUs.toFixed(1)} us a request ` +
       `(${((costUs / offUs) * 100).toFixed(1)}%)**, the median of the rounds' differences (${pairs.map(([a, b]) => (a - b).toFixed(1)).join(', ')} us); ` +
       `latency p50 ${p50('on').toFixed(2)} ms against ${p50('off').toFixed(2)} ms` +
-      (missed > 0 ? `; **${missed} requests failed or were dropped**` : ''),
+      (total('failed') > 0 ? `; **${total('failed')} requests failed**` : '') +
+      (total('dropped') > 0 ? `; ${total('dropped')} arrivals dropped while ${fixedRateSlots(measured.rps)} were in flight` : ''),
   ]
 }
 
