@@ -198,7 +198,7 @@ export function buildApp(deps: AppDeps) {
     .use(modelRoutes(deps.catalog, keyAuth))
     .use(inferenceRoutes({ ...deps, ...keyAuth, requests }))
     .use(changelogRoutes(deps.catalog))
-    .use(playgroundRoutes(deps, management))
+    .use(playgroundRoutes({ ...deps, requests }, management))
     .use(managementRoutes(management, deps))
   const built = app.use(openApiRoutes(() => app.routes.filter(isApiRoute), { publicBaseUrl: management.publicBaseUrl }))
   // The pages' files join the app but not its type: they are no part of the API the SDK types.

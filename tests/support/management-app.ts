@@ -15,7 +15,7 @@ import type { MailMessage, Mailer } from '../../server/core/mail'
 import type { LoginLimiter } from '../../server/core/login-limiter'
 import type { LedgerReader, UsageEvent } from '../../server/core/ports'
 import { loadCatalogFile } from '../../server/catalog-file'
-import { buildApp } from '../../server/http/app'
+import { buildApp, type AppDeps } from '../../server/http/app'
 import type { ManagementDeps } from '../../server/http/management'
 import { demoCatalogPath, ScriptedProvider } from './test-app'
 
@@ -42,6 +42,8 @@ export interface ManagementAppOptions {
   loginLimiter?: LoginLimiter
   /** Sends the app's mail instead of keeping it in `mail`. */
   mailer?: Mailer
+  /** What the app observes itself with (request lines, metrics); nothing when absent. */
+  observability?: AppDeps['observability']
 }
 
 export interface SignedInUser {
@@ -87,6 +89,7 @@ export async function managementApp(db: Database, options: ManagementAppOptions 
     keys,
     bodyBudgetBytes: 256 * 1024 * 1024,
     management,
+    observability: options.observability,
   })
 
   /** A request to the app; `token` becomes the bearer, a non-string `body` is sent as JSON. */

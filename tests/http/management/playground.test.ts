@@ -3,10 +3,16 @@ import { describeEachDatabase } from '../../support/databases'
 import { managementApp } from '../../support/management-app'
 import { createProject, grantCredit } from '../../support/project-keys'
 import { chatRequest } from '../../support/test-app'
+import { Catalog } from '../../../server/core/catalog'
+import { loadCatalogFile } from '../../../server/catalog-file'
+import { createLogger } from '../../../server/observability/logger'
+import { RequestObserver } from '../../../server/observability/request-record'
+import { CapturedOutput } from '../observability/observed-app'
+import { demoCatalogPath } from '../../support/test-app'
 
 describeEachDatabase('the playground', (context) => {
-  async function setUp() {
-    const gateway = await managementApp(context.current.db)
+  async function setUp(options: Parameters<typeof managementApp>[1] = {}) {
+    const gateway = await managementApp(context.current.db, options)
     const owner = await gateway.signUp()
     const orgId = await gateway.createOrganization(owner)
     await grantCredit(gateway.db, orgId)
@@ -30,6 +36,20 @@ describeEachDatabase('the playground', (context) => {
       [orgId, project.id, `playground:${member.user.id}`],
       [orgId, project.id, `playground:${member.user.id}`],
     ])
+  })
+
+  test('gives each request its log line, with the organization, project, playground key, tokens and cost, streamed or not', async () => {
+    const output = new CapturedOutput()
+    const requests = new RequestObserver({ catalog: new Catalog(await loadCatalogFile(demoCatalogPath)), metrics: null, logger: createLogger('info', output), output })
+    const { gateway, orgId, project, play } = await setUp({ observability: { requests } })
+    const member = await gateway.addMember(orgId, 'member')
+
+    await play(member.token)
+    const streamed = await play(member.token, chatRequest({ stream: true }))
+    expect(streamed.text).toContain('data: [DONE]')
+
+    const expected = { route: '/v1/playground/chat/completions', status: 200, org_id: orgId, project_id: project.id, key_id: `playground:${member.user.id}`, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cost_micros: expect.any(Number) }
+    expect(output.requests.filter((line) => line.route === expected.route)).toEqual([expect.objectContaining({ ...expected, stream: false }), expect.objectContaining({ ...expected, stream: true, ttft_ms: expect.any(Number) })])
   })
 
   test('refuses a reader, an API key, an unverified user, a missing or foreign project, and a model the project does not enable', async () => {
