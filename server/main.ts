@@ -18,7 +18,8 @@ import { OutboxMailer } from './adapters/mail/outbox-mailer'
 import { smtpTransport } from './adapters/mail/smtp-transport'
 import { createProviderRegistry } from './adapters/providers'
 import { probeDeployment } from './adapters/providers/probe-deployment'
-import { createRedisClient, waitForRedis } from './adapters/redis/client'
+import { waitForRedis } from './adapters/redis/client'
+import { connectRedis } from './adapters/redis/connect-redis'
 import { RedisAdmissionStore } from './adapters/redis/admission-store'
 import { RedisChangeBus } from './adapters/redis/change-bus'
 import { RedisLoginLimiter } from './adapters/redis/login-limiter'
@@ -110,7 +111,7 @@ const instanceLock = embedded
     )
 const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs, maxPending: config.usageMaxPending, log: logAt(events('usage'), 'warn') })
 metrics?.watchUsage(usage)
-const redis = config.redisUrl ? await startUp('reading REDIS_URL', () => createRedisClient(config.redisUrl!, { log: logAt(events('redis'), 'warn') })) : null
+const redis = config.redisUrl ? await startUp('reading REDIS_URL', () => connectRedis(config.redisUrl!, { log: logAt(events('redis'), 'warn') })) : null
 async function openAdmissionStore() {
   if (!redis) return new InProcessAdmissionStore()
   await waitForRedis(redis, 10_000)
