@@ -10,7 +10,7 @@ import { createScratchDatabase, startGateway, type GatewayLaunch, type RunningGa
 import { requestsPerSecond } from './load-result'
 import type { LoadReport } from './load-stats'
 import { percentile } from './percentile'
-import { cpuSeconds, type ProcessGroup } from './process-group'
+import { cpuSeconds, waitUntilQuiet, type ProcessGroup } from './process-group'
 import type { BenchReport, ScenarioOutcome } from './report'
 
 export const metricsOffLabel = 'gateway to the fake upstream, metrics off (METRICS=off)'
@@ -106,9 +106,13 @@ export async function measureMetricsAtRate(
     const measure = (gateway: RunningGateway, name: string) =>
       measureAtRate(gateway, { ...run, durationS: round === 0 ? Math.min(5, run.durationS) : run.durationS, logPath: join(run.workDir, `load-metrics-${name}-${round}.log`) })
     console.error(round === 0 ? `warming the metrics pair at ${run.rps} req/s ...` : `measuring the metrics pair at ${run.rps} req/s for ${run.durationS} s, round ${round} of ${run.rounds} ...`)
-    const on = await measure(pair.on, 'on')
-    const off = await measure(pair.off, 'off')
-    if (round > 0) rounds.push({ on, off })
+    // They swap places every round, so that neither always follows the other, and each waits for both to be idle.
+    const measured: Partial<Record<'on' | 'off', FixedRateSample>> = {}
+    for (const side of round % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
+      await waitUntilQuiet([pair.on.pid, pair.off.pid])
+      measured[side] = await measure(pair[side], side)
+    }
+    if (round > 0) rounds.push({ on: measured.on!, off: measured.off! })
   }
   return { rps: run.rps, durationS: run.durationS, rounds }
 }

@@ -86,6 +86,21 @@ export async function totalCpuSeconds(pids: readonly number[]): Promise<number> 
   return total
 }
 
+/**
+ * Waits until `pids` together use under 4% of a core over half a second (their own work after a
+ * load, such as writing usage, is done), or `maxMs` has passed.
+ */
+export async function waitUntilQuiet(pids: readonly number[], maxMs = 10_000): Promise<void> {
+  const deadline = performance.now() + maxMs
+  let before = await totalCpuSeconds(pids)
+  while (performance.now() < deadline) {
+    await Bun.sleep(500)
+    const after = await totalCpuSeconds(pids)
+    if (after - before < 0.02) return
+    before = after
+  }
+}
+
 /** Where a gateway's threads spend their CPU: the thread that serves requests, fetch's client, the embedded database, the collector, the rest. */
 export type ThreadGroup = 'main' | 'fetch client' | 'database' | 'collector' | 'other'
 export const threadGroups: ThreadGroup[] = ['main', 'fetch client', 'database', 'collector', 'other']

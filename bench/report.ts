@@ -217,7 +217,7 @@ export function renderReport(report: BenchReport): string {
       (settings.rounds > 1 ? `${settings.rounds} rounds taken in turns (the median round is shown, the range of req/s in brackets), ` : '') +
       `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn; (f) to (h) the same chat streamed ` +
       `with stream_options.include_usage (19 events a stream), "vs direct" against (f) instead of (a); (i) is (b) on a second gateway started with METRICS=off, ` +
-      `measured right after (b), for the cost of recording metrics`,
+      `measured beside (b) (the two swap places every other round), for the cost of recording metrics; each scenario starts once the gateways are idle`,
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
     `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +
       'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens; streamed, chunks ending in a usage chunk of 16 tokens and [DONE])',

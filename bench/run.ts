@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { chooseLoadTool, runLoadTool, type LoadTool, type LoadToolName } from './load-tool'
 import { readMachineInfo } from './machine-info'
-import { cpuSeconds, machineBusyPercent, machineCpuSeconds, processesNamed, ProcessGroup, threadCpuSeconds, threadGroups, totalCpuSeconds, type ThreadGroup } from './process-group'
+import { cpuSeconds, machineBusyPercent, machineCpuSeconds, processesNamed, ProcessGroup, threadCpuSeconds, threadGroups, totalCpuSeconds, waitUntilQuiet, type ThreadGroup } from './process-group'
 import { requestsPerSecond, totalErrors } from './load-result'
 import { countErrors, renderReport, type BenchReport, type ScenarioOutcome } from './report'
 import { measureTtfb, streamedChatBody, type TtfbTarget } from './ttfb'
@@ -139,6 +139,11 @@ export interface Scenario {
   pid?: number
   /** A bare proxy: the local Redis and Postgres are not its to count. */
   usesNoServer?: boolean
+}
+
+/** `items` with the scenarios `a` and `b` in each other's place. */
+function swapped(items: Scenario[], a: Scenario['id'], b: Scenario['id']): Scenario[] {
+  return items.map((item) => (item.id === a ? items.find((other) => other.id === b) : item.id === b ? items.find((other) => other.id === a) : item) ?? item)
 }
 
 /** The round with the median throughput, carrying every round's req/s; a round that failed or had errors wins, to be seen. */
@@ -297,7 +302,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   const viaGateway = gateway && { url: `${gateway.baseUrl}/chat/completions`, keysFile: gateway.keysFile, firstKey: gateway.keys[0]! }
   if (viaGateway) {
     scenarios.push({ id: 'b', label: gatewayScenarios.b, bodyFile: files.viaUpstream, ...viaGateway })
-    // Right after (b), so that the two meet the same machine.
+    // Beside (b), so that the two meet the same machine.
     if (metricsOffGateway) {
       const { baseUrl, keysFile, keys, pid } = metricsOffGateway
       scenarios.push({ id: 'i', label: gatewayScenarios.i, url: `${baseUrl}/chat/completions`, bodyFile: files.viaUpstream, keysFile, firstKey: keys[0]!, pid })
@@ -329,14 +334,20 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   await checkServers('Before the first scenario')
   // With several rounds the scenarios take turns (a b c a b c ...), so passing noise hits them alike.
   const rounds = scenarios.map(() => [] as ScenarioOutcome[])
+  const gatewayPids = [gateway?.pid, metricsOffGateway?.pid].filter((pid) => pid !== undefined)
   for (let round = 1; round <= options.rounds; round++) {
-    for (const [index, scenario] of scenarios.entries()) {
+    // (b) and (i) swap places every other round, so that neither always follows the other.
+    const order = round % 2 === 0 ? swapped(scenarios, 'b', 'i') : scenarios
+    for (const scenario of order) {
+      const index = scenarios.indexOf(scenario)
       if (deadServer) {
         rounds[index]!.push({ id: scenario.id, label: scenario.label, result: null, notMeasured: 'FAILED: a server had exited', cpuPercent: { gateway: null, gatewayMain: null, upstream: null } })
         continue
       }
       const roundLabel = options.rounds > 1 ? `, round ${round} of ${options.rounds}` : ''
       console.error(`measuring (${scenario.id}) ${scenario.label} for ${options.durationS} s${roundLabel} ...`)
+      // A gateway still writing the last scenario's usage would take the cores from this one.
+      await waitUntilQuiet(gatewayPids)
       rounds[index]!.push(await measureScenario(scenario, { tool, options, processes, workDir, pids, isWarm: round > 1 }))
       await checkServers(`During (${scenario.id})`)
     }
