@@ -7,6 +7,7 @@
  * installs none of the server's code. Run: `bun run --cwd sdk build`.
  */
 import { rm } from 'node:fs/promises'
+import { builtinModules } from 'node:module'
 import { rollup } from 'rollup'
 import { dts } from 'rollup-plugin-dts'
 import manifest from './package.json'
@@ -18,7 +19,10 @@ const dependencies = Object.keys(manifest.dependencies)
 const isDependency = (id: string) => dependencies.some((name) => id === name || id.startsWith(`${name}/`))
 // Modules of the platforms the server's types mention (its listener, its file reads), not the
 // client's: they stay imports, which a consumer's own platform types resolve or `skipLibCheck` passes.
-const isPlatformModule = (id: string) => id === 'bun' || id.startsWith('node:') || /^(fs|path|stream|http|url)(\/|$)/.test(id)
+const isPlatformModule = (id: string) => id === 'bun' || id.startsWith('node:') || builtinModules.includes(id.split('/')[0]!)
+// The server's logging and metrics libraries reach the declarations only through the app's options,
+// which no SDK type uses; their declarations (namespaces rollup cannot merge) stay imports.
+const isServerOnly = (id: string) => id === 'pino' || id === 'prom-client'
 
 await rm(distDir, { recursive: true, force: true })
 
@@ -45,7 +49,7 @@ const subpathDeclarations = {
 }
 const bundle = await rollup({
   input: `${declarationsDir}/sdk/src/index.d.ts`,
-  external: (id) => isDependency(id) || isPlatformModule(id),
+  external: (id) => isDependency(id) || isPlatformModule(id) || isServerOnly(id),
   // respectExternal: the server's libraries' declarations are inlined too, not left as imports.
   plugins: [sharedDeclarations, subpathDeclarations, dts({ respectExternal: true })],
   onwarn: (warning) => {
