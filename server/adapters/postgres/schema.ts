@@ -272,35 +272,28 @@ export const sessions = pgTable(
   (table) => [index('sessions_user_id_index').on(table.userId)],
 )
 
-/** One-time e-mail verification tokens, stored as SHA-256 hashes. */
-export const emailVerifications = pgTable(
-  'email_verifications',
-  {
-    tokenHash: text('token_hash').primaryKey(),
-    userId: text('user_id')
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
-    createdAt: createdAt(),
-    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
-    usedAt: nullableTimestamp('used_at'),
-  },
-  (table) => [index('email_verifications_user_id_index').on(table.userId)],
-)
+/** A table of one-time tokens mailed to a user, stored as SHA-256 hashes, spent once. */
+function oneTimeTokens(name: string) {
+  return pgTable(
+    name,
+    {
+      tokenHash: text('token_hash').primaryKey(),
+      userId: text('user_id')
+        .notNull()
+        .references(() => users.id, { onDelete: 'cascade' }),
+      createdAt: createdAt(),
+      expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+      usedAt: nullableTimestamp('used_at'),
+    },
+    (table) => [index(`${name}_user_id_index`).on(table.userId)],
+  )
+}
 
-/** One-time password reset tokens (valid an hour), stored as SHA-256 hashes. */
-export const passwordResets = pgTable(
-  'password_resets',
-  {
-    tokenHash: text('token_hash').primaryKey(),
-    userId: text('user_id')
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
-    createdAt: createdAt(),
-    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
-    usedAt: nullableTimestamp('used_at'),
-  },
-  (table) => [index('password_resets_user_id_index').on(table.userId)],
-)
+/** One-time e-mail verification tokens (valid a day). */
+export const emailVerifications = oneTimeTokens('email_verifications')
+
+/** One-time password reset tokens (valid an hour). */
+export const passwordResets = oneTimeTokens('password_resets')
 
 /** Mail the gateway sends: delivered over SMTP when configured, otherwise kept here and logged. */
 export const mailOutbox = pgTable('mail_outbox', {
