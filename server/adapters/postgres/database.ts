@@ -15,6 +15,7 @@ import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoT
 import type { Drizzle } from './drizzle'
 import { createGovernance } from './governance'
 import { createIdentityRepository } from './identity-repository'
+import { ensureUsagePartitions, startUsagePartitionUpkeep } from './ledger-partitions'
 import { createLedgerReader } from './ledger-repository'
 import { reconnectBackoffS } from './reconnect-backoff'
 import * as schema from './schema'
@@ -72,7 +73,7 @@ const migrationLockKey = 7_202_544_016
  * The embedded database allows one process at a time: hold the data-dir lock (data-dir-lock.ts) first.
  */
 export function openDatabase(options: DatabaseOptions): Promise<Database> {
-  return options.databaseUrl === null ? openEmbeddedDatabase(options.dataDir) : migrated(openPostgres(options.databaseUrl, options.poolSize, options.log))
+  return options.databaseUrl === null ? openEmbeddedDatabase(options.dataDir, options.log) : migrated(openPostgres(options.databaseUrl, options.poolSize, options.log), options.log)
 }
 
 /** The embedded database as its own thread uses it (database-worker.ts): usage batches arrive as text. */
@@ -82,18 +83,30 @@ export interface EmbeddedDatabase extends Database {
 }
 
 /** Opens PGlite in `<dataDir>/pglite` and applies the migrations; hold the data-dir lock first. */
-export async function openEmbeddedDatabase(dataDir: string): Promise<EmbeddedDatabase> {
-  return migrated(await openPglite(dataDir))
+export async function openEmbeddedDatabase(dataDir: string, log?: (message: string) => void): Promise<EmbeddedDatabase> {
+  return migrated(await openPglite(dataDir), log)
 }
 
-async function migrated<T extends Database>(database: T): Promise<T> {
+/**
+ * Applies the migrations and creates the coming months' partitions of the ledger, then keeps
+ * creating them while the database is open (ledger-partitions.ts).
+ */
+async function migrated<T extends Database>(database: T, log: (message: string) => void = (message) => console.error(message)): Promise<T> {
   try {
     await database.migrate()
+    await ensureUsagePartitions(database.drizzle)
   } catch (error) {
     await database.close()
     throw error
   }
-  return database
+  const upkeep = startUsagePartitionUpkeep(database.drizzle, log)
+  const close = database.close
+  return Object.assign(database, {
+    close: () => {
+      upkeep.stop()
+      return close()
+    },
+  })
 }
 
 /** Creates a demo tenant when the database has no organization yet; returns it, or null. */
@@ -116,7 +129,9 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
 }
 
 function openPostgres(databaseUrl: string, poolSize = defaultPoolSize, log?: (message: string) => void): Database {
-  const client = postgres(databaseUrl, { max: poolSize, backoff: reconnectBackoffS, onnotice: () => {}, connection: { application_name: 'nilegate' } })
+  // No JIT: the gateway's statements are short, and compiling one costs more than running it
+  // (about 50 ms at 10M usage rows, whatever the statement reads).
+  const client = postgres(databaseUrl, { max: poolSize, backoff: reconnectBackoffS, onnotice: () => {}, connection: { application_name: 'nilegate', jit: 'off' } })
   const db = drizzlePostgres({ client, schema })
   const database = buildDatabase('postgres', db, (events, lastUsed) => insertUsageRows(db, events, lastUsed), {
     migrate: () => migratePostgresExclusively(databaseUrl),

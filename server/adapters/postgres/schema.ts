@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { bigint, bigserial, boolean, check, customType, date, foreignKey, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, unique } from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, check, date, foreignKey, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, unique } from 'drizzle-orm/pg-core'
 
 /** Plan tiers; each has a default RPM ceiling. */
 export type PlanTier = 'free' | 'developer' | 'team' | 'enterprise'
@@ -11,10 +11,6 @@ export type CreditTransactionKind = 'demo_credit' | 'top_up' | 'adjustment' | 'r
 const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
 const nullableTimestamp = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
 const micros = (name: string) => bigint(name, { mode: 'bigint' })
-/** A 64-bit transaction id, as text (it is only ever compared with a snapshot in SQL). */
-const xid8 = customType<{ data: string }>({ dataType: () => 'xid8' })
-/** A snapshot (`pg_current_snapshot()`), as text. */
-const pgSnapshot = customType<{ data: string }>({ dataType: () => 'pg_snapshot' })
 
 export const organizations = pgTable(
   'organizations',
@@ -29,6 +25,13 @@ export const organizations = pgTable(
     balanceMicros: micros('balance_micros').notNull().default(sql`0`),
     /** IANA zone in which monthly caps reset. */
     billingTimeZone: text('billing_time_zone').notNull().default('Africa/Cairo'),
+    /**
+     * From when usage_rollup_days holds whole days of `billingTimeZone`: the first local midnight
+     * at least an hour after the zone last changed (a trigger of migration 0010 moves it); null for
+     * a zone never changed, whose every day is whole. Earlier days are summed from hours and
+     * quarter-hours.
+     */
+    dayRollupsFrom: nullableTimestamp('day_rollups_from'),
     /** Data residency: only deployments in this region may serve the organization. */
     requiresRegion: text('requires_region'),
     /** Model ids the organization may call, set by an operator; null allows every catalog model. */
@@ -162,11 +165,19 @@ export const creditTransactions = pgTable(
 /**
  * One row per request, written in batches off the hot path. No foreign keys: an append-only log
  * whose batch insert must never fail because of one odd row, and which outlives what it refers to.
+ *
+ * Partitioned by month of `created_at` (UTC) in migration 0010, which drizzle-kit cannot express:
+ * `usage_events_yYYYYmMM` partitions are created ahead by the gateway (ledger-partitions.ts), a
+ * default partition takes rows no month holds, and old months leave whole (`ledger retain`). The
+ * key holds the partition column, so a request id is unique together with its start, which every
+ * write of its row repeats. Rows are never updated or deleted (refused by triggers): balances,
+ * month spends and reports come from the sums the insert triggers keep beside them
+ * (usage_totals and the usage_rollup_* tables), and removing raw rows never moves them.
  */
 export const usageEvents = pgTable(
   'usage_events',
   {
-    requestId: text('request_id').primaryKey(),
+    requestId: text('request_id').notNull(),
     orgId: text('org_id').notNull(),
     projectId: text('project_id').notNull(),
     keyId: text('key_id').notNull(),
@@ -186,28 +197,22 @@ export const usageEvents = pgTable(
     status: integer('status').notNull(),
     latencyMs: integer('latency_ms').notNull(),
     region: text('region'),
+    /** When the request started: its row is dated, partitioned and rolled up by it. */
     createdAt: createdAt(),
-    /**
-     * The transaction that wrote the row, so that a rebuild of admission counters can later ask
-     * which rows its ledger snapshot did not hold (`pg_visible_in_snapshot`). Null on rows written
-     * before the column existed, which every snapshot since holds.
-     */
-    insertedXid: xid8('inserted_xid').default(sql`pg_current_xact_id()`),
   },
   (table) => [
+    primaryKey({ name: 'usage_events_pkey', columns: [table.orgId, table.requestId, table.createdAt] }),
     index('usage_events_org_id_created_at_index').on(table.orgId, table.createdAt),
-    // Finds the rows a snapshot did not hold: those of transactions from its xmin on.
-    index('usage_events_org_id_inserted_xid_index').on(table.orgId, table.insertedXid),
     // Operators list the few rows with unbilled usage, newest first, among all the others.
     index('usage_events_unbilled_index').on(table.createdAt, table.requestId).where(sql`${table.unbilledMicros} > 0`),
   ],
 )
 
 /**
- * Usage rows summed per organization and day (UTC), kept by triggers on usage_events in the
- * transaction that writes the rows (migration 0005): an organization's balance is every credit
- * minus every debit, and reads these sums instead of every row the organization ever made. Each
- * writing transaction adds to one of 16 shards of the day, so that gateways writing batches of one
+ * Usage rows summed per organization and day (UTC), kept by the insert trigger of usage_events in
+ * the transaction that writes the rows: an organization's balance is every credit minus every
+ * debit, and reads these sums instead of every row the organization ever made. Each writing
+ * transaction adds to one of 16 shards of the day, so that gateways writing batches of one
  * organization at once do not queue behind one row's lock.
  */
 export const usageTotals = pgTable(
@@ -222,37 +227,75 @@ export const usageTotals = pgTable(
   (table) => [primaryKey({ columns: [table.orgId, table.day, table.shard] })],
 )
 
+/** The sums every usage rollup keeps of its rows. */
+const rollupSums = () => ({
+  requests: bigint('requests', { mode: 'number' }).notNull(),
+  promptTokens: bigint('prompt_tokens', { mode: 'number' }).notNull(),
+  completionTokens: bigint('completion_tokens', { mode: 'number' }).notNull(),
+  costMicros: micros('cost_micros').notNull(),
+})
+
+/** What usage is grouped by within a rollup's period. */
+const rollupGroup = () => ({
+  projectId: text('project_id').notNull(),
+  keyId: text('key_id').notNull(),
+  model: text('model').notNull(),
+  endpoint: text('endpoint').$type<'chat.completions' | 'embeddings'>().notNull(),
+})
+
 /**
- * An organization's spends in a month of its time zone, per key and project, as a ledger read
- * found them, with that read's snapshot (migration 0006): a later read adds the rows the snapshot
- * did not hold, found by the transaction that wrote them, instead of summing every row of the
- * month again. Used only while the organization's usage epoch is the one it was read at.
+ * Usage summed per organization, period, project, key, model and endpoint, kept by the insert
+ * trigger of usage_events with the rows (migration 0010), and never taken back: usage reports,
+ * month spends and rebuilds of admission counters read these instead of raw rows. Quarter-hours
+ * and hours start on UTC multiples of their length, so they serve every time zone (every zone's
+ * offset is a whole number of quarter-hours); days are local days of the organization's billing
+ * time zone at the time of writing (ledger-periods.ts says which of them are whole).
  */
-export const spendCheckpoints = pgTable(
-  'spend_checkpoints',
+const slotRollup = (name: string) =>
+  pgTable(
+    name,
+    {
+      orgId: text('org_id').notNull(),
+      /** The period's start. */
+      slot: timestamp('slot', { withTimezone: true, mode: 'date' }).notNull(),
+      ...rollupGroup(),
+      ...rollupSums(),
+    },
+    (table) => [primaryKey({ name: `${name}_pkey`, columns: [table.orgId, table.slot, table.projectId, table.keyId, table.model, table.endpoint] })],
+  )
+
+export const usageRollupQuarters = slotRollup('usage_rollup_quarters')
+export const usageRollupHours = slotRollup('usage_rollup_hours')
+
+export const usageRollupDays = pgTable(
+  'usage_rollup_days',
   {
     orgId: text('org_id').notNull(),
-    /** yyyymm in `timeZone`. */
-    month: text('month').notNull(),
+    /** The billing time zone the row's day is a day of. */
     timeZone: text('time_zone').notNull(),
-    snapshot: pgSnapshot('snapshot').notNull(),
-    epoch: bigint('epoch', { mode: 'number' }).notNull(),
-    /** `[[keyId, projectId, micro-EGP as text], ...]`. */
-    spends: jsonb('spends').notNull(),
-    createdAt: createdAt(),
+    day: date('day', { mode: 'string' }).notNull(),
+    ...rollupGroup(),
+    ...rollupSums(),
   },
-  (table) => [primaryKey({ columns: [table.orgId, table.month, table.timeZone] })],
+  (table) => [
+    primaryKey({ name: 'usage_rollup_days_pkey', columns: [table.orgId, table.timeZone, table.day, table.projectId, table.keyId, table.model, table.endpoint] }),
+  ],
 )
 
 /**
- * How many statements changed or removed an organization's usage rows (an operator's corrections,
- * counted by the triggers of migration 0006): a spend checkpoint read at an earlier count may hold
- * rows as they were, and is not used.
+ * Up to when raw usage rows were removed (`ledger retain`): one row, absent until a first removal.
+ * Reports say from when they rest on rows as well as rollups.
  */
-export const usageEpochs = pgTable('usage_epochs', {
-  orgId: text('org_id').primaryKey(),
-  epoch: bigint('epoch', { mode: 'number' }).notNull(),
-})
+export const usageRetention = pgTable(
+  'usage_retention',
+  {
+    singleton: boolean('singleton').primaryKey().default(true),
+    /** Raw usage rows created before this were removed; their sums remain. */
+    rawFrom: timestamp('raw_from', { withTimezone: true, mode: 'date' }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (table) => [check('usage_retention_singleton_check', sql`${table.singleton}`)],
+)
 
 /** Dashboard sessions: opaque access tokens, stored as SHA-256 hashes. */
 export const sessions = pgTable(

@@ -119,8 +119,9 @@ function copyCsv(tx: Transaction, table: string, csv: string) {
 /**
  * The embedded database writes a batch with COPY, which costs a third of an INSERT ... SELECT per
  * row in PGlite, where the writes share the gateway's cores. COPY cannot skip rows that already
- * exist, so a batch that repeats a request id (a write retried after it committed) goes through a
- * scratch table and `ON CONFLICT DO NOTHING` instead: replaying inserts nothing twice.
+ * exist, so a batch that repeats a request (a write retried after it committed) goes through a
+ * scratch table and `ON CONFLICT DO NOTHING` instead: replaying inserts nothing twice. A request's
+ * row is keyed by its organization, id and start, which every write of it repeats.
  */
 export async function copyUsageBatch(client: PGlite, batch: UsageBatch): Promise<void> {
   try {
@@ -133,8 +134,7 @@ export async function copyUsageBatch(client: PGlite, batch: UsageBatch): Promise
     await client.transaction(async (tx) => {
       await tx.query('CREATE TEMP TABLE usage_events_replay (LIKE usage_events) ON COMMIT DROP')
       await copyCsv(tx, 'usage_events_replay', batch.csv)
-      // The columns by name: inserted_xid takes its default, this transaction, not the scratch row's NULL.
-      await tx.query(`INSERT INTO usage_events ${usageColumns} SELECT ${usageColumns.slice(1, -1)} FROM usage_events_replay ON CONFLICT (request_id) DO NOTHING`)
+      await tx.query(`INSERT INTO usage_events ${usageColumns} SELECT ${usageColumns.slice(1, -1)} FROM usage_events_replay ON CONFLICT (org_id, request_id, created_at) DO NOTHING`)
       await touch(tx, batch.lastUsed)
     })
   }
@@ -179,7 +179,7 @@ export async function insertUsageRows(db: Drizzle, events: UsageEvent[], lastUse
       (r->>9)::bigint, (r->>10)::integer, (r->>11)::integer, r->>12, (r->>13)::timestamptz,
       (r->>14)::integer, (r->>15)::integer, (r->>16)::bigint
     FROM jsonb_array_elements(${rows}::jsonb) AS r
-    ON CONFLICT (request_id) DO NOTHING`
+    ON CONFLICT (org_id, request_id, created_at) DO NOTHING`
   // A data-modifying WITH runs to completion whether or not the statement reads it.
   await db.execute(lastUsed.length === 0 ? insert : sql`WITH inserted AS (${insert}) ${touchKeys(lastUsedJson(lastUsed))}`)
 }

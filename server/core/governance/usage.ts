@@ -51,8 +51,12 @@ export interface SpendSummary {
 }
 
 export interface UsageReportStore {
-  /** Buckets from the one holding `startTime`, empty ones included; `hasMore` when buckets remain before `endTime`. */
-  usageBuckets(query: UsageQuery): Promise<{ buckets: UsageBucket[]; hasMore: boolean }>
+  /**
+   * Buckets from the one holding `startTime`, empty ones included; `hasMore` when buckets remain
+   * before `endTime`; `rawFrom` (Unix seconds) from when raw usage rows are kept, null when none
+   * were removed.
+   */
+  usageBuckets(query: UsageQuery): Promise<{ buckets: UsageBucket[]; hasMore: boolean; rawFrom: number | null }>
   /** Names and caps of the organization's projects and keys (optionally one project's), with the given month-to-date spends. */
   spendSummary(orgId: string, projectId: string | null, spends: { projects: Map<string, bigint>; keys: Map<string, bigint> }): Promise<SpendSummary>
 }

@@ -84,7 +84,7 @@ export function usageRoutes(deps: ManagementDeps) {
   const usagePage = async (request: Request, org: OrgScope, kind: keyof typeof endpoints) => {
     authorize(org, 'usage.read')
     const query = parseUsageQuery(new URL(request.url), org, await timeZoneOf(deps, org.orgId), endpoints[kind].endpoint, Math.floor(nowMs() / 1000))
-    const { buckets, hasMore } = query.projectIds?.length === 0 ? { buckets: [], hasMore: false } : await deps.governance.usage.usageBuckets(query)
+    const { buckets, hasMore, rawFrom } = query.projectIds?.length === 0 ? { buckets: [], hasMore: false, rawFrom: null } : await deps.governance.usage.usageBuckets(query)
     return {
       object: 'page' as const,
       data: buckets.map((bucket) => ({
@@ -95,6 +95,7 @@ export function usageRoutes(deps: ManagementDeps) {
       })),
       has_more: hasMore,
       next_page: hasMore && buckets.length > 0 ? String(buckets.at(-1)!.endTime) : null,
+      raw_usage_from: rawFrom,
     }
   }
   return new Elysia({ normalize: false })

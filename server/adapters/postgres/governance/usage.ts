@@ -1,58 +1,92 @@
-import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm'
+import { and, asc, eq, sql, type SQL } from 'drizzle-orm'
 import type { UsageBucket, UsageQuery, UsageReportStore, UsageTotals } from '../../../core/governance/usage'
 import { rowsOf, type Drizzle } from '../drizzle'
-import { apiKeys, projects, usageEvents } from '../schema'
+import { apiKeys, projects } from '../schema'
+import { usagePieces, type UsagePiece } from '../usage-pieces'
 
 const unitOf = { '1d': 'day', '1h': 'hour' } as const
 const stepOf = { '1d': '1 day', '1h': '1 hour' } as const
-const columnOf = { project_id: usageEvents.projectId, api_key_id: usageEvents.keyId, model: usageEvents.model } as const
+const groupColumnOf = { project_id: 'project_id', api_key_id: 'key_id', model: 'model' } as const
 
 export function createUsageReportRepository(db: Drizzle): UsageReportStore {
   return {
+    /**
+     * Usage summed from the rollups kept with the rows (usage-pieces.ts says which rows of which
+     * rollup make up each bucket), so that a report costs its buckets and groups, not the rows
+     * behind them. Two statements: the buckets, with what the organization's rollups and retention
+     * allow; then the sums, each bucket from its pieces.
+     */
     async usageBuckets(query: UsageQuery) {
       const unit = sql.raw(`'${unitOf[query.bucketWidth]}'`)
       const step = sql.raw(`interval '${stepOf[query.bucketWidth]}'`)
       // Bucket starts are counted in local time and converted back, so a day is a calendar day of the
       // zone even across a daylight-saving change.
-      const boundaries = rowsOf<{ start: string; end: string }>(
+      const boundaries = rowsOf<{ start: string; end: string; day: string; days_from: string; raw_from: string | null }>(
         await db.execute(sql`
+          WITH ledger AS (
+            SELECT COALESCE((SELECT CASE WHEN billing_time_zone = ${query.timeZone} THEN extract(epoch FROM COALESCE(day_rollups_from, '-infinity')) END
+                             FROM organizations WHERE id = ${query.orgId}), 'Infinity')::text AS days_from,
+              (SELECT extract(epoch FROM raw_from)::bigint::text FROM usage_retention) AS raw_from
+          )
           SELECT extract(epoch FROM (local AT TIME ZONE ${query.timeZone}))::bigint::text AS start,
-                 extract(epoch FROM ((local + ${step}) AT TIME ZONE ${query.timeZone}))::bigint::text AS end
+                 extract(epoch FROM ((local + ${step}) AT TIME ZONE ${query.timeZone}))::bigint::text AS end,
+                 local::date::text AS day, ledger.days_from, ledger.raw_from
           FROM generate_series(
             date_trunc(${unit}, to_timestamp(${query.startTime}) AT TIME ZONE ${query.timeZone}),
             to_timestamp(${query.endTime}) AT TIME ZONE ${query.timeZone} - interval '1 microsecond',
-            ${step}) AS local
+            ${step}) AS local, ledger
           ORDER BY local
           LIMIT ${query.limit + 1}`),
       )
       const hasMore = boundaries.length > query.limit
+      const rawFrom = boundaries[0]?.raw_from == null ? null : Number(boundaries[0].raw_from)
       const buckets: UsageBucket[] = boundaries.slice(0, query.limit).map((row) => ({ startTime: Number(row.start), endTime: Number(row.end), results: [] }))
-      if (buckets.length === 0) return { buckets, hasMore: false }
-      const from = Math.max(query.startTime, buckets[0]!.startTime)
-      const until = Math.min(query.endTime, buckets.at(-1)!.endTime)
-      const bucketStart = sql`extract(epoch FROM (date_trunc(${unit}, ${usageEvents.createdAt} AT TIME ZONE ${query.timeZone}) AT TIME ZONE ${query.timeZone}))::bigint`
-      const groups = query.groupBy.map((field) => columnOf[field])
-      const conditions: SQL[] = [
-        sql`${usageEvents.orgId} = ${query.orgId}`,
-        sql`${usageEvents.createdAt} >= to_timestamp(${from})`,
-        sql`${usageEvents.createdAt} < to_timestamp(${until})`,
-      ]
-      if (query.endpoint) conditions.push(sql`${usageEvents.endpoint} = ${query.endpoint}`)
-      if (query.projectIds) conditions.push(inArray(usageEvents.projectId, query.projectIds))
-      if (query.apiKeyIds) conditions.push(inArray(usageEvents.keyId, query.apiKeyIds))
-      if (query.models) conditions.push(inArray(usageEvents.model, query.models))
+      if (buckets.length === 0) return { buckets, hasMore: false, rawFrom }
+      const pieces = usagePieces(
+        boundaries.slice(0, query.limit).map((row) => ({ start: Number(row.start), end: Number(row.end), day: row.day })),
+        { startTime: query.startTime, endTime: query.endTime, byDay: query.bucketWidth === '1d', daysFrom: Number(boundaries[0]!.days_from), rawFrom: rawFrom ?? -Infinity },
+      )
+      if (pieces.length === 0) return { buckets, hasMore, rawFrom }
+      const groups = query.groupBy.map((field) => groupColumnOf[field])
+      // The same filters on every source: each has the columns of a usage row's group.
+      const filtered = (alias: string) => {
+        const column = (name: string) => sql.raw(`${alias}.${name}`)
+        const conditions: SQL[] = [sql`${column('org_id')} = ${query.orgId}`]
+        if (query.endpoint) conditions.push(sql`${column('endpoint')} = ${query.endpoint}`)
+        if (query.projectIds) conditions.push(sql`${column('project_id')} IN (SELECT json_array_elements_text(${JSON.stringify(query.projectIds)}::json))`)
+        if (query.apiKeyIds) conditions.push(sql`${column('key_id')} IN (SELECT json_array_elements_text(${JSON.stringify(query.apiKeyIds)}::json))`)
+        if (query.models) conditions.push(sql`${column('model')} IN (SELECT json_array_elements_text(${JSON.stringify(query.models)}::json))`)
+        return sql.join(conditions, sql` AND `)
+      }
+      const sums = (alias: string, requests: string) =>
+        sql.raw(`p.bucket, ${alias}.project_id, ${alias}.key_id, ${alias}.model, ${requests} AS requests, ${alias}.prompt_tokens, ${alias}.completion_tokens, ${alias}.cost_micros`)
+      const inPiece = (column: string) => sql.raw(`${column} >= to_timestamp(p.from_s) AND ${column} < to_timestamp(p.until_s)`)
       const selected = [
-        sql`${bucketStart}::text AS bucket`,
-        ...groups.map((column, index) => sql`${column} AS ${sql.raw(`g${index}`)}`),
-        sql`SUM(${usageEvents.promptTokens})::text AS input_tokens`,
-        sql`SUM(${usageEvents.completionTokens})::text AS output_tokens`,
-        sql`COUNT(*)::text AS requests`,
-        sql`SUM(${usageEvents.costMicros})::text AS cost`,
+        sql`bucket::text AS bucket`,
+        ...groups.map((column, index) => sql.raw(`${column} AS g${index}`)),
+        sql`SUM(prompt_tokens)::text AS input_tokens`,
+        sql`SUM(completion_tokens)::text AS output_tokens`,
+        sql`SUM(requests)::text AS requests`,
+        sql`SUM(cost_micros)::text AS cost`,
       ]
       // Grouped and ordered by the bucket and the group columns, by position in the select list.
       const positions = sql.raw(Array.from({ length: groups.length + 1 }, (_, index) => String(index + 1)).join(', '))
       const rows = rowsOf<Record<string, string | null>>(
-        await db.execute(sql`SELECT ${sql.join(selected, sql`, `)} FROM ${usageEvents} WHERE ${sql.join(conditions, sql` AND `)} GROUP BY ${positions} ORDER BY ${positions}`),
+        await db.execute(sql`
+          WITH p AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(pieces.map(pieceRecord))}::jsonb) AS piece(bucket bigint, kind text, from_s bigint, until_s bigint, day date)
+          )
+          SELECT ${sql.join(selected, sql`, `)} FROM (
+            SELECT ${sums('d', 'd.requests')} FROM p JOIN usage_rollup_days AS d
+              ON p.kind = 'day' AND ${filtered('d')} AND d.time_zone = ${query.timeZone} AND d.day = p.day
+            UNION ALL
+            SELECT ${sums('h', 'h.requests')} FROM p JOIN usage_rollup_hours AS h ON p.kind = 'hours' AND ${filtered('h')} AND ${inPiece('h.slot')}
+            UNION ALL
+            SELECT ${sums('q', 'q.requests')} FROM p JOIN usage_rollup_quarters AS q ON p.kind = 'quarters' AND ${filtered('q')} AND ${inPiece('q.slot')}
+            UNION ALL
+            SELECT ${sums('e', '1::bigint')} FROM p JOIN usage_events AS e ON p.kind = 'rows' AND ${filtered('e')} AND ${inPiece('e.created_at')}
+          ) AS sums
+          GROUP BY ${positions} ORDER BY ${positions}`),
       )
       const byStart = new Map(buckets.map((bucket) => [bucket.startTime, bucket]))
       for (const row of rows) {
@@ -71,7 +105,7 @@ export function createUsageReportRepository(db: Drizzle): UsageReportStore {
         }
         byStart.get(Number(row.bucket))?.results.push(totals)
       }
-      return { buckets, hasMore }
+      return { buckets, hasMore, rawFrom }
     },
 
     async spendSummary(orgId, projectId, spends) {
@@ -93,4 +127,11 @@ export function createUsageReportRepository(db: Drizzle): UsageReportStore {
       }
     },
   }
+}
+
+/** A piece as the statement's JSON parameter reads it. */
+function pieceRecord(piece: UsagePiece) {
+  return piece.kind === 'day'
+    ? { bucket: piece.bucket, kind: piece.kind, from_s: null, until_s: null, day: piece.day }
+    : { bucket: piece.bucket, kind: piece.kind, from_s: piece.from, until_s: piece.until, day: null }
 }

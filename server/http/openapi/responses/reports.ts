@@ -44,6 +44,11 @@ export const UsagePage = t.Object({
   data: t.Array(t.Object({ object: t.Literal('bucket'), start_time: unixSeconds(), end_time: unixSeconds(), results: t.Array(UsageResult) })),
   has_more: t.Boolean(),
   next_page: orNull(t.String({ description: 'Pass as `page` for the next buckets.' })),
+  raw_usage_from: orNull(
+    unixSeconds(
+      'From when the individual usage rows behind these totals are kept; null when none were ever removed. Totals before it come from the sums kept with the rows, and are just as exact, but a range that starts or ends inside a quarter-hour before it counts that whole quarter-hour.',
+    ),
+  ),
 })
 
 /** Month-to-date spend of a project or key against its cap. */

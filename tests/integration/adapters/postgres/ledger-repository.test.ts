@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { rowsOf } from '../../../../server/adapters/postgres/drizzle'
-import { createLedgerReader } from '../../../../server/adapters/postgres/ledger-repository'
+import { billingMonth } from '../../../../server/core/admission'
 import { describeEachDatabase } from '../../../support/databases'
 import { usageEvent } from '../../../support/usage-events'
 
@@ -42,87 +42,81 @@ describeEachDatabase('readCounters', (context) => {
     expect(june.projectSpend).toEqual(new Map([['proj_a', 24n], ['proj_b', 17n]]))
   })
 
-  test('a read keeps its month spends as a checkpoint; the next adds only the rows written since, until an operator changes rows', async () => {
+  test('a month of a zone whose offset is not whole hours starts between UTC hours (Asia/Kolkata, UTC+5:30)', async () => {
     const { db } = context.current
     const tenant = await db.createDemoTenant()
     const org = tenant.organizationId
-    const row = (name: string, keyId: string, projectId: string, costMicros: bigint, iso = '2026-06-10T10:00:00Z') =>
-      usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId, projectId, costMicros, createdAt: new Date(iso) })
-    await db.usage.insertUsageEvents([row('a', 'key_a', 'proj_a', 5n), row('b', 'key_b', 'proj_a', 7n)])
-    await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
-    // What the next read takes from the checkpoint shows: 1,000 more on key_a than its rows hold.
-    await db.drizzle.execute(sql`UPDATE spend_checkpoints SET spends = '[["key_a", "proj_a", "1005"], ["key_b", "proj_a", "7"]]' WHERE org_id = ${org}`)
-    await db.usage.insertUsageEvents([row('c', 'key_a', 'proj_b', 11n), row('may', 'key_a', 'proj_a', 13n, '2026-05-20T10:00:00Z')])
+    // As if it had been created in Kolkata: its days are whole there.
+    await db.drizzle.execute(sql`UPDATE organizations SET billing_time_zone = 'Asia/Kolkata' WHERE id = ${org}`)
+    await db.drizzle.execute(sql`UPDATE organizations SET day_rollups_from = NULL WHERE id = ${org}`)
+    const row = (name: string, iso: string, costMicros: bigint) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date(iso) })
+    await db.usage.insertUsageEvents([
+      // 23:59 on 31 May in Kolkata, then 00:00 and 00:14 on 1 June: one UTC hour holds both months.
+      row('may', '2026-05-31T18:29:59Z', 1n),
+      row('june_start', '2026-05-31T18:30:00Z', 10n),
+      row('june_quarter', '2026-05-31T18:44:00Z', 100n),
+      row('june_hour', '2026-05-31T19:00:00Z', 1_000n),
+      // 23:59 on 30 June there, then 00:00 on 1 July.
+      row('june_end', '2026-06-30T18:29:00Z', 10_000n),
+      row('july', '2026-06-30T18:30:00Z', 100_000n),
+    ])
 
-    const fromCheckpoint = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
-    await db.drizzle.execute(sql`UPDATE usage_events SET cost_micros = 6 WHERE request_id = ${`req_a_${org}`}`)
-    const afterCorrection = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    const spent = async (month: string) => (await db.ledger.readCounters(org, month, 'Asia/Kolkata')).keySpend.get('key_a')
 
-    expect([fromCheckpoint.keySpend, fromCheckpoint.projectSpend]).toEqual([new Map([['key_a', 1_016n], ['key_b', 7n]]), new Map([['proj_a', 1_012n], ['proj_b', 11n]])])
-    expect([afterCorrection.keySpend, afterCorrection.projectSpend]).toEqual([new Map([['key_a', 17n], ['key_b', 7n]]), new Map([['proj_a', 13n], ['proj_b', 11n]])])
+    expect([await spent('202605'), await spent('202606'), await spent('202607')]).toEqual([1n, 11_110n, 100_000n])
   })
 
-  test('a checkpoint is not used after rows were deleted, or inserted under another transaction id', async () => {
+  test('month spends stay exact when the billing time zone changes: days before it are summed from hours and quarter-hours', async () => {
     const { db } = context.current
     const tenant = await db.createDemoTenant()
     const org = tenant.organizationId
-    const row = (name: string, costMicros: bigint) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date('2026-06-10T10:00:00Z') })
-    const inflateCheckpoint = () => db.drizzle.execute(sql`UPDATE spend_checkpoints SET spends = '[["key_a", "proj_a", "1000000"]]' WHERE org_id = ${org}`)
-    await db.usage.insertUsageEvents([row('a', 5n), row('b', 7n)])
+    const row = (name: string, iso: string, costMicros: bigint) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date(iso) })
+    // Written while the zone is Cairo: the day rollups hold Cairo days.
+    await db.usage.insertUsageEvents([row('cairo_june', '2026-06-10T10:00:00Z', 1n), row('kolkata_june_only', '2026-05-31T19:00:00Z', 10n)])
+    await db.drizzle.execute(sql`UPDATE organizations SET billing_time_zone = 'Asia/Kolkata' WHERE id = ${org}`)
+    // Written after the change, some of them late for days before it.
+    await db.usage.insertUsageEvents([row('late', '2026-06-11T10:00:00Z', 100n), row('after', '2026-06-20T10:00:00Z', 1_000n)])
+    const [{ from }] = rowsOf<{ from: string }>(await db.drizzle.execute(sql`SELECT day_rollups_from::text AS from FROM organizations WHERE id = ${org}`)) as [{ from: string }]
 
-    await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
-    await inflateCheckpoint()
-    await db.drizzle.execute(sql`DELETE FROM usage_events WHERE request_id = ${`req_b_${org}`}`)
-    const afterDelete = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
-    await inflateCheckpoint()
-    await db.drizzle.execute(sql`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at, inserted_xid)
-      VALUES (${`req_c_${org}`}, ${org}, 'proj_a', 'key_a', 'm', 'chat.completions', false, 1, 1, 11, 200, 1, NULL, '2026-06-11T00:00:00Z', NULL)`)
-    const afterForeignInsert = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
+    const kolkata = await db.ledger.readCounters(org, '202606', 'Asia/Kolkata')
+    const cairo = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
 
-    expect([afterDelete.keySpend, afterForeignInsert.keySpend]).toEqual([new Map([['key_a', 5n]]), new Map([['key_a', 16n]])])
+    // The day rollups of the new zone count from its first midnight an hour or more after the change.
+    expect(Date.parse(from)).toBeGreaterThan(Date.now())
+    expect(kolkata.keySpend).toEqual(new Map([['key_a', 1_111n]]))
+    // Asked in a zone that is no longer the organization's, days are summed from the hours as well;
+    // 22:00 on 31 May in Cairo is May there.
+    expect(cairo.keySpend).toEqual(new Map([['key_a', 1_101n]]))
   })
 
-  test('rows and checkpoints with transaction ids this cluster has not reached (restored from another) count once', async () => {
+  test('usage rows are the ledger: updating, deleting or truncating them is refused, and so is writing into a partition', async () => {
     const { db } = context.current
-    const tenant = await db.createDemoTenant()
+    const tenant = await db.createDemoTenant({ balanceMicros: 1_000n })
     const org = tenant.organizationId
-    await db.usage.insertUsageEvents([usageEvent({ orgId: org, requestId: `req_a_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros: 5n, createdAt: new Date('2026-06-10T10:00:00Z') })])
-    await db.drizzle.execute(sql`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at, inserted_xid)
-      VALUES (${`req_restored_${org}`}, ${org}, 'proj_a', 'key_a', 'm', 'chat.completions', false, 1, 1, 11, 200, 1, NULL, '2026-06-11T00:00:00Z', '9999999990')`)
-    const read = async () => (await db.ledger.readCounters(org, '202606', 'Africa/Cairo')).keySpend.get('key_a')
+    await db.usage.insertUsageEvents([usageEvent({ orgId: org, requestId: `req_a_${org}`, costMicros: 10n, createdAt: new Date() })])
+    const failure = (statement: Promise<unknown>) => statement.then(() => 'done', (error: Error) => ((error.cause as Error | undefined) ?? error).message)
+    const [{ partition }] = rowsOf<{ partition: string }>(await db.drizzle.execute(sql`SELECT tableoid::regclass::text AS partition FROM usage_events WHERE org_id = ${org}`)) as [{ partition: string }]
 
-    const first = await read()
-    const fromCheckpoint = await read()
-    await db.drizzle.execute(sql`UPDATE spend_checkpoints SET snapshot = '9999999995:9999999995:', spends = '[["key_a", "proj_a", "1000000"]]' WHERE org_id = ${org}`)
-    const pastRestoredCheckpoint = await read()
-    const afterIt = await read()
+    const refused = await Promise.all([
+      failure(db.drizzle.execute(sql`UPDATE usage_events SET cost_micros = 1 WHERE org_id = ${org}`)),
+      failure(db.drizzle.execute(sql`DELETE FROM usage_events WHERE org_id = ${org}`)),
+      failure(db.drizzle.execute(sql`TRUNCATE usage_events`)),
+      failure(db.drizzle.execute(sql.raw(`DELETE FROM ${partition}`))),
+      failure(db.drizzle.execute(sql.raw(`INSERT INTO ${partition} (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, created_at)
+        VALUES ('req_direct_${org}', '${org}', 'p', 'k', 'm', 'chat.completions', false, 1, 1, 5, 200, 1, now())`))),
+    ])
 
-    expect([first, fromCheckpoint, pastRestoredCheckpoint, afterIt]).toEqual([16n, 16n, 16n, 16n])
+    expect(refused).toEqual([
+      expect.stringContaining('usage_events is the ledger'),
+      expect.stringContaining('usage_events is the ledger'),
+      expect.stringContaining('usage_events is the ledger'),
+      expect.stringContaining('usage_events is the ledger'),
+      expect.stringContaining(`not into its partition ${partition}`),
+    ])
+    expect((await db.ledger.readCounters(org, billingMonthNow(), 'Africa/Cairo')).balanceMicros).toBe(990n)
   })
 
-  test('a read that summed enough rows since the checkpoint leaves its own, from its snapshot', async () => {
-    const { db } = context.current
-    const reader = createLedgerReader(db.drizzle, { checkpointAfterRows: 2 })
-    const tenant = await db.createDemoTenant()
-    const org = tenant.organizationId
-    const row = (name: string, costMicros: bigint) => usageEvent({ orgId: org, requestId: `req_${name}_${org}`, keyId: 'key_a', projectId: 'proj_a', costMicros, createdAt: new Date('2026-06-10T10:00:00Z') })
-    const checkpoint = async () => rowsOf<{ snapshot: string; spends: unknown }>(await db.drizzle.execute(sql`SELECT snapshot::text AS snapshot, spends FROM spend_checkpoints WHERE org_id = ${org}`))
-    await db.usage.insertUsageEvents([row('a', 5n)])
-
-    const first = await reader.readCounters(org, '202606', 'Africa/Cairo')
-    await db.usage.insertUsageEvents([row('b', 7n)])
-    await reader.readCounters(org, '202606', 'Africa/Cairo')
-    const kept = await checkpoint()
-    await db.usage.insertUsageEvents([row('c', 11n)])
-    const third = await reader.readCounters(org, '202606', 'Africa/Cairo')
-
-    // One row since the first checkpoint is below the threshold; two are not.
-    expect(kept).toEqual([{ snapshot: first.snapshot!, spends: [['key_a', 'proj_a', '5']] }])
-    expect(await checkpoint()).toEqual([{ snapshot: third.snapshot!, spends: [['key_a', 'proj_a', '23']] }])
-    expect(third.keySpend).toEqual(new Map([['key_a', 23n]]))
-  })
-
-  test('the balance reads the daily sums kept with the rows whoever writes them: batches, a replayed batch, SQL by hand inserting, updating and deleting', async () => {
+  test('the balance and month spends read the sums kept with the rows whoever writes them: batches, a replayed batch, SQL by hand', async () => {
     const { db } = context.current
     const tenant = await db.createDemoTenant({ balanceMicros: 1_000_000n })
     const org = tenant.organizationId
@@ -137,15 +131,15 @@ describeEachDatabase('readCounters', (context) => {
     await db.usage.insertUsageEvents([...batch, usageEvent({ orgId: org, requestId: `req_4_${org}`, keyId: 'key_b', projectId: 'proj_a', costMicros: 400n, createdAt: at('2026-06-20T00:00:00Z') })])
     await db.drizzle.execute(sql`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at)
       VALUES (${`req_5_${org}`}, ${org}, 'proj_a', 'key_c', 'm', 'chat.completions', false, 1, 1, 500, 200, 1, NULL, '2026-06-11T00:00:00Z')`)
-    // An operator's corrections: a cost lowered and moved to May in Cairo, a row removed.
-    await db.drizzle.execute(sql`UPDATE usage_events SET cost_micros = 150, created_at = '2026-05-31T20:00:00Z' WHERE request_id = ${`req_3_${org}`}`)
-    await db.drizzle.execute(sql`DELETE FROM usage_events WHERE request_id = ${`req_2_${org}`}`)
+    // 23:00 on 31 May in Cairo.
+    await db.drizzle.execute(sql`INSERT INTO usage_events (request_id, org_id, project_id, key_id, model, endpoint, stream, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, region, created_at)
+      VALUES (${`req_6_${org}`}, ${org}, 'proj_b', 'key_b', 'm', 'chat.completions', false, 1, 1, 150, 200, 1, NULL, '2026-05-31T20:00:00Z')`)
 
     const june = await db.ledger.readCounters(org, '202606', 'Africa/Cairo')
     const may = await db.ledger.readCounters(org, '202605', 'Africa/Cairo')
 
-    expect(june.balanceMicros).toBe(1_000_000n - 100n - 150n - 400n - 500n)
-    expect([june.keySpend, june.projectSpend]).toEqual([new Map([['key_a', 100n], ['key_b', 400n], ['key_c', 500n]]), new Map([['proj_a', 1_000n]])])
+    expect(june.balanceMicros).toBe(1_000_000n - 100n - 200n - 300n - 400n - 500n - 150n)
+    expect([june.keySpend, june.projectSpend]).toEqual([new Map([['key_a', 300n], ['key_b', 700n], ['key_c', 500n]]), new Map([['proj_a', 1_200n], ['proj_b', 300n]])])
     expect([may.keySpend, may.projectSpend]).toEqual([new Map([['key_b', 150n]]), new Map([['proj_b', 150n]])])
   })
 
@@ -271,7 +265,7 @@ describeEachDatabase('readCounters', (context) => {
   }
 
   if (context.kind === 'postgres') {
-    test('a row whose transaction was open during the read that kept the checkpoint is added once it commits', async () => {
+    test('a row whose transaction was open during a read is in the month spends of the reads after it commits', async () => {
       const { db, databaseUrl } = context.current
       const tenant = await db.createDemoTenant()
       const org = tenant.organizationId
@@ -284,7 +278,6 @@ describeEachDatabase('readCounters', (context) => {
         })
 
         expect((await db.ledger.readCounters(org, '202606', 'Africa/Cairo')).keySpend).toEqual(new Map([['key_a', 9n]]))
-        expect(rowsOf(await db.drizzle.execute(sql`SELECT FROM spend_checkpoints WHERE org_id = ${org}`))).toHaveLength(1)
       } finally {
         await writer.end()
       }
@@ -292,7 +285,7 @@ describeEachDatabase('readCounters', (context) => {
   }
 
   if (context.kind === 'postgres') {
-    test('the daily sums stay exact when gateways write batches of one organization at once', async () => {
+    test('the sums stay exact when gateways write batches of one organization at once', async () => {
       const { db } = context.current
       const tenant = await db.createDemoTenant({ balanceMicros: 10_000_000n })
       const org = tenant.organizationId
@@ -309,6 +302,15 @@ describeEachDatabase('readCounters', (context) => {
       const perBatch = (50n * 51n) / 2n
       expect(counters.balanceMicros).toBe(10_000_000n - 12n * perBatch)
       expect([...counters.keySpend.values()].reduce((a, b) => a + b)).toBe(12n * perBatch)
+      const [rollups] = rowsOf<{ quarters: string; hours: string; days: string }>(
+        await db.drizzle.execute(sql`SELECT (SELECT SUM(cost_micros) FROM usage_rollup_quarters WHERE org_id = ${org})::text AS quarters,
+          (SELECT SUM(cost_micros) FROM usage_rollup_hours WHERE org_id = ${org})::text AS hours, (SELECT SUM(cost_micros) FROM usage_rollup_days WHERE org_id = ${org})::text AS days`),
+      )
+      expect(rollups).toEqual({ quarters: String(12n * perBatch), hours: String(12n * perBatch), days: String(12n * perBatch) })
     })
   }
 })
+
+function billingMonthNow(): string {
+  return billingMonth(Date.now(), 'Africa/Cairo')
+}

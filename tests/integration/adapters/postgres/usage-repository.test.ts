@@ -1,5 +1,6 @@
 import { expect, test } from 'bun:test'
-import { asc, eq } from 'drizzle-orm'
+import { asc, eq, sql } from 'drizzle-orm'
+import { rowsOf as rowsOfResult } from '../../../../server/adapters/postgres/drizzle'
 import { apiKeys, usageEvents } from '../../../../server/adapters/postgres/schema'
 import { hashApiKey } from '../../../../server/core/api-keys'
 import { randomBase62 } from '../../../../server/core/api-keys'
@@ -8,13 +9,9 @@ import { describeEachDatabase } from '../../../support/databases'
 import { usageEvent } from '../../../support/usage-events'
 
 describeEachDatabase('insertUsageEvents', (context) => {
-  /** The rows as usage events, and the transaction each was written by. */
-  async function rowsWithXid(orgId: string) {
-    return context.current.db.drizzle.select().from(usageEvents).where(eq(usageEvents.orgId, orgId)).orderBy(asc(usageEvents.requestId))
-  }
-
   async function rowsOf(orgId: string): Promise<UsageEvent[]> {
-    return (await rowsWithXid(orgId)).map(({ insertedXid: _, unbilledPromptTokens, unbilledCompletionTokens, unbilledMicros, ...event }) =>
+    const rows = await context.current.db.drizzle.select().from(usageEvents).where(eq(usageEvents.orgId, orgId)).orderBy(asc(usageEvents.requestId))
+    return rows.map(({ unbilledPromptTokens, unbilledCompletionTokens, unbilledMicros, ...event }) =>
       unbilledMicros > 0n ? { ...event, unbilled: { promptTokens: unbilledPromptTokens, completionTokens: unbilledCompletionTokens, micros: unbilledMicros } } : event,
     )
   }
@@ -39,7 +36,7 @@ describeEachDatabase('insertUsageEvents', (context) => {
     expect(await rowsOf(orgId)).toEqual(events)
   })
 
-  test('each row records the transaction that wrote it, rows of a replayed batch too', async () => {
+  test("each row's writing transaction is known from its xmin, rows of a replayed batch too", async () => {
     const orgId = `org_${randomBase62(8)}`
     const events = eventsOf(orgId, 4)
     const { usage } = context.current.db
@@ -47,7 +44,9 @@ describeEachDatabase('insertUsageEvents', (context) => {
     await usage.insertUsageEvents(events.slice(0, 2))
     await usage.insertUsageEvents(events)
 
-    const xids = (await rowsWithXid(orgId)).map((row) => row.insertedXid)
+    const xids = rowsOfResult<{ xid: string }>(
+      await context.current.db.drizzle.execute(sql`SELECT nilegate_row_xid(xmin)::text AS xid FROM usage_events WHERE org_id = ${orgId} ORDER BY request_id`),
+    ).map((row) => row.xid)
     expect(xids.every((xid) => xid !== null && /^\d+$/.test(xid))).toBe(true)
     expect(xids[0]).toBe(xids[1]!)
     expect(xids[2]).toBe(xids[3]!)

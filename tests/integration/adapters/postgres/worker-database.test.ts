@@ -178,7 +178,7 @@ describe('openDatabaseInWorker: writes', () => {
       await db.usage.insertUsageEvents([])
       await db.close()
 
-      const rows = (await inThread(dataDir.path, (db) => db.drizzle.select().from(usageEvents).orderBy(asc(usageEvents.requestId)))).map(({ insertedXid: _, unbilledPromptTokens: _prompt, unbilledCompletionTokens: _completion, unbilledMicros: _micros, ...event }) => event)
+      const rows = (await inThread(dataDir.path, (db) => db.drizzle.select().from(usageEvents).orderBy(asc(usageEvents.requestId)))).map(({ unbilledPromptTokens: _prompt, unbilledCompletionTokens: _completion, unbilledMicros: _micros, ...event }) => event)
 
       expect(rows).toEqual(events)
       expect(rows.map((row) => row.createdAt.getTime())).toEqual(events.map((event) => event.createdAt.getTime()))
