@@ -1,5 +1,6 @@
 import { UsageError } from './cli/cli-errors'
 import { demoUsage, runDemoCommand } from './cli/demo-command'
+import { ledgerUsage, runLedgerCommand } from './cli/ledger-command'
 import { operatorUsage, runOperatorCommand } from './cli/operator-command'
 import { reconcileUsage, runReconcileCommand } from './cli/reconcile-command'
 
@@ -15,6 +16,7 @@ const commands: Record<string, Command> = {
   demo: { summary: 'create a demo organization with credit and an API key', usage: demoUsage, run: runDemoCommand },
   reconcile: { summary: 'repair the Redis admission counters from the ledger', usage: reconcileUsage, run: runReconcileCommand },
   operator: { summary: 'grant or revoke platform-operator rights (/v1/admin/*) by e-mail', usage: operatorUsage, run: runOperatorCommand },
+  ledger: { summary: "list the usage ledger's partitions, or remove raw usage rows of old months", usage: ledgerUsage, run: runLedgerCommand },
 }
 
 const overview = `Usage: bun server/cli.ts <command> [options]

@@ -1,6 +1,7 @@
 import { chmodSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { DemoTenant, DemoTenantOptions } from './adapters/postgres/demo-tenant'
+import type { LedgerStatus, RetentionOptions, RetentionReport } from './adapters/postgres/ledger-retention'
 import type { OperatorChange } from './core/governance/operator'
 
 /**
@@ -14,6 +15,8 @@ export interface ControlHandlers {
   baseUrl?: string
   createDemo(options: DemoTenantOptions): Promise<DemoTenant>
   setOperator(email: string, grant: boolean): Promise<OperatorChange>
+  ledgerStatus(): Promise<LedgerStatus>
+  retainUsage(options: RetentionOptions): Promise<RetentionReport>
 }
 
 export interface ControlSocket {
@@ -23,7 +26,13 @@ export interface ControlSocket {
 }
 
 /** A request the CLI sends; one variant per command. */
-export type ControlRequest = { command: 'demo'; balanceMicros: bigint | null; rpmLimit: number | null } | { command: 'operator'; email: string; grant: boolean }
+export type ControlRequest =
+  | { command: 'demo'; balanceMicros: bigint | null; rpmLimit: number | null }
+  | { command: 'operator'; email: string; grant: boolean }
+  | ({ command: 'ledger' } & LedgerRequest)
+
+/** What the `ledger` command asks of the gateway. */
+export type LedgerRequest = { action: 'status' } | ({ action: 'retain' } & RetentionOptions)
 
 /** The answer to a ControlRequest. */
 export interface ControlReply {
@@ -106,6 +115,11 @@ export async function callOperatorControl(dataDir: string, email: string, grant:
   return body && { change: body.change as OperatorChange }
 }
 
+/** Asks the gateway serving `dataDir` for the ledger's status or a retention run; null when no gateway listens there. */
+export async function callLedgerControl(dataDir: string, request: LedgerRequest, timeoutMs = 600_000): Promise<LedgerStatus | RetentionReport | null> {
+  return (await send(dataDir, { command: 'ledger', ...request }, timeoutMs)) as LedgerStatus | RetentionReport | null
+}
+
 async function answer(request: Request, handlers: ControlHandlers): Promise<Response> {
   if (request.method !== 'POST') return Response.json({ error: 'send a POST with a JSON command' }, { status: 405 })
   const body = ((await request.json().catch(() => null)) ?? {}) as Record<string, unknown>
@@ -126,6 +140,14 @@ async function answer(request: Request, handlers: ControlHandlers): Promise<Resp
       const { email, grant } = body
       if (typeof email !== 'string' || typeof grant !== 'boolean') return Response.json({ error: 'operator takes an email string and a grant boolean' }, { status: 400 })
       return run(async () => ({ change: await handlers.setOperator(email, grant) }))
+    }
+    case 'ledger': {
+      if (body.action === 'status') return run(() => handlers.ledgerStatus())
+      const { beforeMs, dryRun, archiveDir } = body
+      if (body.action !== 'retain' || typeof beforeMs !== 'number' || typeof dryRun !== 'boolean' || !(archiveDir === null || typeof archiveDir === 'string')) {
+        return Response.json({ error: 'ledger takes action status, or retain with beforeMs, dryRun and archiveDir' }, { status: 400 })
+      }
+      return run(() => handlers.retainUsage({ beforeMs, dryRun, archiveDir }))
     }
     default:
       return Response.json({ error: `unknown command ${JSON.stringify(body.command)}` }, { status: 400 })

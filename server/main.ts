@@ -240,6 +240,8 @@ const control = embedded
       baseUrl,
       createDemo: (options) => database.createDemoTenant(options),
       setOperator: (email, grant) => setOperatorFlag(database.governance.operator, email, grant),
+      ledgerStatus: () => database.ledgerStatus(),
+      retainUsage: (options) => database.retainUsage(options),
     })
   : null
 

@@ -132,6 +132,8 @@ describe('bun server/cli.ts operator, embedded (DATA_DIR)', () => {
     const socket = startControlSocket(dataDir.path, {
       createDemo: () => Promise.reject(new Error('not asked for')),
       setOperator: (email, grant) => setOperatorFlag(db.governance.operator, email, grant),
+      ledgerStatus: () => Promise.reject(new Error('not asked for')),
+      retainUsage: () => Promise.reject(new Error('not asked for')),
     })
     try {
       const granted = await runBun([...operatorCommand, 'grant', '--email', account.email], env())

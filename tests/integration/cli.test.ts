@@ -170,7 +170,13 @@ describe('bun server/cli.ts demo, embedded (DATA_DIR)', () => {
       password: 'pw',
       balanceMicros: 0n,
     }
-    const gateway = { createDemo: async (options: DemoTenantOptions) => (requests.push(options), cannedDemo), setOperator: async () => null, baseUrl: 'http://127.0.0.1:45678/v1' }
+    const gateway = {
+      createDemo: async (options: DemoTenantOptions) => (requests.push(options), cannedDemo),
+      setOperator: async () => null,
+      ledgerStatus: () => Promise.reject(new Error('not asked for')),
+      retainUsage: () => Promise.reject(new Error('not asked for')),
+      baseUrl: 'http://127.0.0.1:45678/v1',
+    }
     let lock: ReturnType<typeof acquireDataDirLock>
     beforeAll(() => {
       lock = acquireDataDirLock(dataDir.path)

@@ -24,7 +24,7 @@ const cannedDemo: DemoTenant = {
 }
 
 async function withSocket(dataDir: string, createDemo: (options: DemoTenantOptions) => Promise<DemoTenant>, run: (socket: ControlSocket) => Promise<void>): Promise<void> {
-  const socket = startControlSocket(dataDir, { baseUrl: 'http://127.0.0.1:9999/v1', createDemo, setOperator: async (email, grant) => ({ user: { id: 'user_canned', email }, changed: grant }) })
+  const socket = startControlSocket(dataDir, { baseUrl: 'http://127.0.0.1:9999/v1', createDemo, setOperator: async (email, grant) => ({ user: { id: 'user_canned', email }, changed: grant }), ledgerStatus: () => Promise.reject(new Error('not asked for')), retainUsage: () => Promise.reject(new Error('not asked for')) })
   try {
     await run(socket)
   } finally {

@@ -6,6 +6,7 @@
 import { governanceAreas, type GovernanceArea } from '../../core/governance'
 import { serializeError, type SerializedError } from './cross-thread-error'
 import { openEmbeddedDatabase, type DemoTenantOptions, type EmbeddedDatabase } from './database'
+import type { RetentionOptions } from './ledger-retention'
 import type { UsageBatch } from './usage-repository'
 
 // Bun runs this file as a Web Worker; `self` is the worker's global scope.
@@ -47,6 +48,8 @@ const operations = {
   seedDemoIfEmpty: (options?: DemoTenantOptions) => opened().seedDemoIfEmpty(options),
   hasOrganizations: () => opened().hasOrganizations(),
   listBillingAccounts: () => opened().listBillingAccounts(),
+  ledgerStatus: () => opened().ledgerStatus(),
+  retainUsage: (options: RetentionOptions) => opened().retainUsage(options),
   /** A call of the management API's repositories: area, method, then the method's arguments. */
   governance(area: GovernanceArea, method: string, ...args: unknown[]): Promise<unknown> {
     const repository = governanceAreas.includes(area) ? (opened().governance[area] as unknown as Record<string, unknown>) : undefined

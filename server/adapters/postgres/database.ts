@@ -1,5 +1,7 @@
-import { mkdirSync } from 'node:fs'
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { createGzip } from 'node:zlib'
 import { PGlite } from '@electric-sql/pglite'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
@@ -17,6 +19,7 @@ import { createGovernance } from './governance'
 import { createIdentityRepository } from './identity-repository'
 import { ensureUsagePartitions, startUsagePartitionUpkeep } from './ledger-partitions'
 import { createLedgerReader } from './ledger-repository'
+import { ledgerStatus, retainUsage, type CopyOut, type LedgerStatus, type RetentionOptions, type RetentionReport } from './ledger-retention'
 import { reconnectBackoffS } from './reconnect-backoff'
 import * as schema from './schema'
 import { copyUsageBatch, createUsageRepository, insertUsageRows, usageBatch, type UsageBatch, type UsageWriter } from './usage-repository'
@@ -51,6 +54,10 @@ export interface GatewayDatabase {
   hasOrganizations(): Promise<boolean>
   /** Every organization with its billing time zone: what the reconciler walks. */
   listBillingAccounts(): Promise<BillingAccount[]>
+  /** The partitions of the ledger and from when raw rows are kept (`ledger status`). */
+  ledgerStatus(): Promise<LedgerStatus>
+  /** Removes raw usage rows of old months, their sums kept (`ledger retain`, ledger-retention.ts). */
+  retainUsage(options: RetentionOptions): Promise<RetentionReport>
   close(): Promise<void>
 }
 
@@ -124,6 +131,10 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
   const database = buildDatabase('pglite', db, async (events, lastUsed) => writeUsageBatch(await usageBatch(events, lastUsed)), {
     migrate: () => migratePglite(db, { migrationsFolder }),
     close: () => client.close(),
+    async copyOut(query, path) {
+      const { blob } = await client.query(`COPY (${query}) TO '/dev/blob' WITH (FORMAT csv, HEADER)`)
+      writeFileSync(path, Bun.gzipSync(new Uint8Array(await (blob ?? new Blob([])).arrayBuffer())), { flag: 'wx', mode: 0o600 })
+    },
   })
   return { ...database, kind: 'pglite', writeUsageBatch }
 }
@@ -136,6 +147,10 @@ function openPostgres(databaseUrl: string, poolSize = defaultPoolSize, log?: (me
   const database = buildDatabase('postgres', db, (events, lastUsed) => insertUsageRows(db, events, lastUsed), {
     migrate: () => migratePostgresExclusively(databaseUrl),
     close: () => client.end({ timeout: 5 }),
+    async copyOut(query, path) {
+      const rows = await client.unsafe(`COPY (${query}) TO STDOUT WITH (FORMAT csv, HEADER)`).readable()
+      await pipeline(rows, createGzip(), createWriteStream(path, { flags: 'wx', mode: 0o600 }))
+    },
   })
   // A server that went away answers 503, and no statement or its parameters (key and session hashes
   // among them) reaches a log, whoever catches the error.
@@ -155,7 +170,7 @@ async function migratePostgresExclusively(databaseUrl: string): Promise<void> {
   }
 }
 
-function buildDatabase(kind: Database['kind'], db: Drizzle, writeUsage: UsageWriter, lifecycle: { migrate(): Promise<void>; close(): Promise<void> }): Database {
+function buildDatabase(kind: Database['kind'], db: Drizzle, writeUsage: UsageWriter, lifecycle: { migrate(): Promise<void>; close(): Promise<void>; copyOut: CopyOut }): Database {
   return {
     kind,
     drizzle: db,
@@ -167,6 +182,8 @@ function buildDatabase(kind: Database['kind'], db: Drizzle, writeUsage: UsageWri
     seedDemoIfEmpty: (options) => createDemoTenantIfEmpty(db, options),
     hasOrganizations: () => hasOrganizations(db),
     listBillingAccounts: () => listBillingAccounts(db),
+    ledgerStatus: () => ledgerStatus(db),
+    retainUsage: (options) => retainUsage(db, lifecycle.copyOut, options),
     migrate: lifecycle.migrate,
     close: lifecycle.close,
   }

@@ -54,6 +54,8 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
     seedDemoIfEmpty: (demoOptions) => client.call('seedDemoIfEmpty', demoOptions),
     hasOrganizations: () => client.call('hasOrganizations'),
     listBillingAccounts: () => client.call('listBillingAccounts'),
+    ledgerStatus: () => client.call('ledgerStatus'),
+    retainUsage: (retention) => client.call('retainUsage', retention),
     governance: governanceInWorker(client),
     close: () => client.close(),
   }
