@@ -66,3 +66,31 @@ export function usagePieces(buckets: readonly PieceBucket[], options: PieceOptio
   }
   return pieces
 }
+
+/** A span of Unix seconds, [from, until). */
+export type Span = [from: number, until: number]
+
+/** The pieces by source: spans of the hour and quarter-hour rollups and of raw rows, and days of the day rollups. */
+export interface PieceSources {
+  hours: Span[]
+  quarters: Span[]
+  rows: Span[]
+  /** Local dates (yyyy-mm-dd). */
+  days: string[]
+}
+
+/** The pieces of each source, adjacent spans joined (a report's whole hours are one span). */
+export function piecesBySource(pieces: readonly UsagePiece[]): PieceSources {
+  const sources: PieceSources = { hours: [], quarters: [], rows: [], days: [] }
+  for (const piece of pieces) {
+    if (piece.kind === 'day') {
+      sources.days.push(piece.day)
+      continue
+    }
+    const spans = sources[piece.kind]
+    const last = spans.at(-1)
+    if (last && last[1] === piece.from) last[1] = piece.until
+    else spans.push([piece.from, piece.until])
+  }
+  return sources
+}

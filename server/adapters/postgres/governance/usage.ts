@@ -2,7 +2,7 @@ import { and, asc, eq, sql, type SQL } from 'drizzle-orm'
 import type { UsageBucket, UsageQuery, UsageReportStore, UsageTotals } from '../../../core/governance/usage'
 import { rowsOf, type Drizzle } from '../drizzle'
 import { apiKeys, projects } from '../schema'
-import { usagePieces, type UsagePiece } from '../usage-pieces'
+import { piecesBySource, usagePieces, type Span } from '../usage-pieces'
 
 const unitOf = { '1d': 'day', '1h': 'hour' } as const
 const stepOf = { '1d': '1 day', '1h': '1 hour' } as const
@@ -58,11 +58,32 @@ export function createUsageReportRepository(db: Drizzle): UsageReportStore {
         if (query.models) conditions.push(sql`${column('model')} IN (SELECT json_array_elements_text(${JSON.stringify(query.models)}::json))`)
         return sql.join(conditions, sql` AND `)
       }
-      const sums = (alias: string, requests: string) =>
-        sql.raw(`p.bucket, ${alias}.project_id, ${alias}.key_id, ${alias}.model, ${requests} AS requests, ${alias}.prompt_tokens, ${alias}.completion_tokens, ${alias}.cost_micros`)
-      const inPiece = (column: string) => sql.raw(`${column} >= to_timestamp(p.from_s) AND ${column} < to_timestamp(p.until_s)`)
+      // Each source is read by its spans (or days), each span an index range of its own, never by
+      // a join with the pieces, whose plan the planner would choose by estimates that grow with
+      // the table: at 70 million rows it hashed every row of the organization. A row's bucket is
+      // the last bucket start at or before it.
+      const sources = piecesBySource(pieces)
+      const starts = sql`${`{${buckets.map((bucket) => bucket.startTime).join(',')}}`}::bigint[]`
+      const sums = (alias: string, at: SQL, requests: string) =>
+        sql`${at} AS at, ${sql.raw(`${alias}.project_id, ${alias}.key_id, ${alias}.model, ${requests} AS requests, ${alias}.prompt_tokens, ${alias}.completion_tokens, ${alias}.cost_micros`)}`
+      const within = (column: string, [from, until]: Span) => sql`${sql.raw(column)} >= to_timestamp(${from}) AND ${sql.raw(column)} < to_timestamp(${until})`
+      const parts: SQL[] = []
+      if (sources.days.length > 0) {
+        const [first, last] = [sources.days[0]!, sources.days.at(-1)!]
+        parts.push(sql`SELECT ${sums('d', sql`extract(epoch FROM (d.day::timestamp AT TIME ZONE ${query.timeZone}))::bigint`, 'd.requests')}
+          FROM usage_rollup_days AS d WHERE ${filtered('d')} AND d.time_zone = ${query.timeZone}
+            AND d.day >= ${first}::date AND d.day <= ${last}::date AND d.day = ANY(${`{${sources.days.join(',')}}`}::date[])`)
+      }
+      for (const [kind, table] of [['hours', 'usage_rollup_hours'], ['quarters', 'usage_rollup_quarters']] as const) {
+        for (const span of sources[kind]) {
+          parts.push(sql`SELECT ${sums('r', sql`extract(epoch FROM r.slot)::bigint`, 'r.requests')} FROM ${sql.raw(table)} AS r WHERE ${filtered('r')} AND ${within('r.slot', span)}`)
+        }
+      }
+      for (const span of sources.rows) {
+        parts.push(sql`SELECT ${sums('e', sql`extract(epoch FROM e.created_at)::bigint`, '1::bigint')} FROM usage_events AS e WHERE ${filtered('e')} AND ${within('e.created_at', span)}`)
+      }
       const selected = [
-        sql`bucket::text AS bucket`,
+        sql`((${starts})[width_bucket(at, ${starts})])::text AS bucket`,
         ...groups.map((column, index) => sql.raw(`${column} AS g${index}`)),
         sql`SUM(prompt_tokens)::text AS input_tokens`,
         sql`SUM(completion_tokens)::text AS output_tokens`,
@@ -72,21 +93,7 @@ export function createUsageReportRepository(db: Drizzle): UsageReportStore {
       // Grouped and ordered by the bucket and the group columns, by position in the select list.
       const positions = sql.raw(Array.from({ length: groups.length + 1 }, (_, index) => String(index + 1)).join(', '))
       const rows = rowsOf<Record<string, string | null>>(
-        await db.execute(sql`
-          WITH p AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(pieces.map(pieceRecord))}::jsonb) AS piece(bucket bigint, kind text, from_s bigint, until_s bigint, day date)
-          )
-          SELECT ${sql.join(selected, sql`, `)} FROM (
-            SELECT ${sums('d', 'd.requests')} FROM p JOIN usage_rollup_days AS d
-              ON p.kind = 'day' AND ${filtered('d')} AND d.time_zone = ${query.timeZone} AND d.day = p.day
-            UNION ALL
-            SELECT ${sums('h', 'h.requests')} FROM p JOIN usage_rollup_hours AS h ON p.kind = 'hours' AND ${filtered('h')} AND ${inPiece('h.slot')}
-            UNION ALL
-            SELECT ${sums('q', 'q.requests')} FROM p JOIN usage_rollup_quarters AS q ON p.kind = 'quarters' AND ${filtered('q')} AND ${inPiece('q.slot')}
-            UNION ALL
-            SELECT ${sums('e', '1::bigint')} FROM p JOIN usage_events AS e ON p.kind = 'rows' AND ${filtered('e')} AND ${inPiece('e.created_at')}
-          ) AS sums
-          GROUP BY ${positions} ORDER BY ${positions}`),
+        await db.execute(sql`SELECT ${sql.join(selected, sql`, `)} FROM (${sql.join(parts, sql` UNION ALL `)}) AS sums GROUP BY ${positions} ORDER BY ${positions}`),
       )
       const byStart = new Map(buckets.map((bucket) => [bucket.startTime, bucket]))
       for (const row of rows) {
@@ -129,9 +136,3 @@ export function createUsageReportRepository(db: Drizzle): UsageReportStore {
   }
 }
 
-/** A piece as the statement's JSON parameter reads it. */
-function pieceRecord(piece: UsagePiece) {
-  return piece.kind === 'day'
-    ? { bucket: piece.bucket, kind: piece.kind, from_s: null, until_s: null, day: piece.day }
-    : { bucket: piece.bucket, kind: piece.kind, from_s: piece.from, until_s: piece.until, day: null }
-}

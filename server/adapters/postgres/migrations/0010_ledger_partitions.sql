@@ -82,7 +82,7 @@ CREATE TABLE "usage_rollup_quarters" (
 	"completion_tokens" bigint NOT NULL,
 	"cost_micros" bigint NOT NULL,
 	CONSTRAINT "usage_rollup_quarters_pkey" PRIMARY KEY("org_id","slot","project_id","key_id","model","endpoint")
-);
+) WITH (fillfactor = 70);
 --> statement-breakpoint
 CREATE TABLE "usage_rollup_hours" (
 	"org_id" text NOT NULL,
@@ -96,7 +96,7 @@ CREATE TABLE "usage_rollup_hours" (
 	"completion_tokens" bigint NOT NULL,
 	"cost_micros" bigint NOT NULL,
 	CONSTRAINT "usage_rollup_hours_pkey" PRIMARY KEY("org_id","slot","project_id","key_id","model","endpoint")
-);
+) WITH (fillfactor = 70);
 --> statement-breakpoint
 CREATE TABLE "usage_rollup_days" (
 	"org_id" text NOT NULL,
@@ -111,7 +111,12 @@ CREATE TABLE "usage_rollup_days" (
 	"completion_tokens" bigint NOT NULL,
 	"cost_micros" bigint NOT NULL,
 	CONSTRAINT "usage_rollup_days_pkey" PRIMARY KEY("org_id","time_zone","day","project_id","key_id","model","endpoint")
-);
+) WITH (fillfactor = 70);
+--> statement-breakpoint
+-- Every batch adds to the rows of its quarter-hour, hour and day: room is left on their pages so
+-- that each new version of a row stays on its page (a HOT update, no index entry of its own), and
+-- the table does not grow with its updates.
+ALTER TABLE usage_totals SET (fillfactor = 70);
 --> statement-breakpoint
 CREATE TABLE "usage_retention" (
 	"singleton" boolean PRIMARY KEY DEFAULT true NOT NULL,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { usagePieces, type PieceOptions, type UsagePiece } from '../../../../server/adapters/postgres/usage-pieces'
+import { piecesBySource, usagePieces, type PieceOptions, type UsagePiece } from '../../../../server/adapters/postgres/usage-pieces'
 
 const hour = 3_600
 const quarter = 900
@@ -80,5 +80,18 @@ describe('usagePieces', () => {
     }
 
     expect(odd).toEqual([])
+  })
+
+  test("a report's pieces are read as a few spans of each source: adjacent ones joined", () => {
+    const buckets = Array.from({ length: 3 }, (_, n) => ({ start: 10 * hour + n * hour, end: 11 * hour + n * hour, day: '' }))
+
+    const sources = piecesBySource(usagePieces(buckets, options({ startTime: 10 * hour + 7 * 60, endTime: 13 * hour - 60 })))
+
+    expect(sources).toEqual({
+      rows: [[10 * hour + 7 * 60, 10 * hour + quarter], [12 * hour + 3 * quarter, 13 * hour - 60]],
+      quarters: [[10 * hour + quarter, 11 * hour], [12 * hour, 12 * hour + 3 * quarter]],
+      hours: [[11 * hour, 12 * hour]],
+      days: [],
+    })
   })
 })
