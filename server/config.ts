@@ -21,7 +21,7 @@ const Env = t.Object({
   /** Bytes of request bodies that may be in flight at once before 503 large_request_backpressure. */
   BODY_BUDGET_BYTES: Type.Integer({ minimum: 1, default: 256 * 1024 * 1024 }),
   /** Milliseconds between usage batch flushes. */
-  USAGE_FLUSH_MS: Type.Integer({ minimum: 1, default: 200 }),
+  USAGE_FLUSH_MS: Type.Integer({ minimum: 1, default: 1000 }),
   /** Usage events waiting to be written at which new requests are refused with 503, until half are. */
   USAGE_MAX_PENDING: Type.Integer({ minimum: 1, default: 500_000 }),
   /** The least severe log lines written: fatal, error, warn, info (one line a request), debug, trace, or silent. */

@@ -39,7 +39,7 @@ export interface LateUsageOptions {
 
 const defaultAfterMs = [5_000, 30_000]
 
-/** How long a usage row may wait in a gateway's queue after its request ended (batches go out every 200 ms). */
+/** How long a usage row may wait in a gateway's queue after its request ended (batches go out every second). */
 export const lateRowWaitMs = 60_000
 
 /**
@@ -53,7 +53,7 @@ export function lookbackFor(longestRequestMs: number): number {
 /**
  * Closes the gap a shared store's rebuild leaves. When Redis loses an organization's counters, the
  * gateway that rebuilds them reads the ledger; requests that other gateways settled just before the
- * loss may have their usage rows still queued there (a batch is written every 200 ms, or later
+ * loss may have their usage rows still queued there (a batch is written every second, or later
  * while the database is unreachable). Those costs are in neither the read nor the rebuilt counters,
  * so the balance would come out too high by them. A few seconds after the rebuild, and again later,
  * the rows written after the read's snapshot are read and the store debits those whose requests it

@@ -49,8 +49,8 @@ export interface ReconcileOptions {
   loaded?: (account: BillingAccount, read: LedgerCounters, readAtMs: number, loadToken: string) => void
   /**
    * How long a settled request's usage row usually takes to reach the ledger (a gateway writes a
-   * batch every 200 ms): waited once before the ledger is read, and between looks for the rows of
-   * requests settled while the counters were watched. Default 1 s.
+   * batch every second): waited once before the ledger is read, and between looks for the rows of
+   * requests settled while the counters were watched. Default 2 s.
    */
   rowWaitMs?: number
   /** Looks for those rows before the organization is left `unsettled` for this time. Default 5. */
@@ -175,7 +175,7 @@ async function repair(store: AdmissionStore, look: Measure): Promise<void> {
 async function measure(store: AdmissionStore, ledger: Ledger, accounts: readonly BillingAccount[], options: ReconcileOptions): Promise<Measure[]> {
   const now = options.now ?? Date.now
   const sleep = options.sleep ?? Bun.sleep
-  const rowWaitMs = options.rowWaitMs ?? 1_000
+  const rowWaitMs = options.rowWaitMs ?? 2_000
   const looks: Measure[] = []
   for (const account of accounts) {
     const nowMs = now()

@@ -1,8 +1,10 @@
 import type { UsageEvent, UsageRepository, UsageSink } from './ports'
 
-// A batch costs the embedded database about a millisecond beyond its rows (the transaction, the
-// COPY); at 20,000 requests a second, batches of 500 instead of 5,000 took a tenth of the throughput.
-const defaultBatchSize = 5_000
+// A batch costs the database about a millisecond beyond its rows (the transaction, the COPY), and
+// an update of every rollup row it touches (a key's model in a quarter-hour, hour and day, however
+// many of its rows the batch holds): with 1,000 keys, batches of 11,000 rows cost 11.6 us a row in
+// PGlite, of 2,200 rows 21.7 us. At 20,000 requests a second a batch goes out each second.
+const defaultBatchSize = 20_000
 // About 200 MB of events: 25 s of 20,000 requests a second, 8 minutes of 1,000.
 const defaultMaxPending = 500_000
 

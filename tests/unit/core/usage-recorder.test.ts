@@ -83,15 +83,15 @@ describe('UsageRecorder', () => {
     expect(requestIds(repository.written)).toEqual(requestIds(recorded))
   })
 
-  test('writes without waiting for the timer once a batch is full, in batches of at most 5,000', async () => {
+  test('writes without waiting for the timer once a batch is full, in batches of at most 20,000', async () => {
     const repository = new FakeUsageRepository()
     const { recorder } = recorderFor(repository)
-    const recorded = events(12_000)
+    const recorded = events(48_000)
 
     for (const event of recorded) recorder.record(event)
-    await waitFor(() => repository.written.length === 12_000)
+    await waitFor(() => repository.written.length === 48_000)
 
-    expect(repository.batchSizes).toEqual([5_000, 5_000, 2_000])
+    expect(repository.batchSizes).toEqual([20_000, 20_000, 8_000])
     expect(requestIds(repository.written)).toEqual(requestIds(recorded))
   })
 

@@ -144,37 +144,46 @@ CREATE TRIGGER organizations_restart_day_rollups BEFORE UPDATE OF billing_time_z
 --> statement-breakpoint
 -- Every statement that inserts usage rows adds them to the sums, in its own transaction, so that
 -- sums and rows agree in every snapshot whoever writes (a gateway's batch by COPY or INSERT, an
--- operator by hand); rows a replayed batch skips are not in the transition table. Groups are
--- written in key order, table after table in this order, so concurrent batches never wait for each
--- other in a cycle. Each transaction adds to one of 16 shards of a UTC day of usage_totals, so
--- concurrent batches of one organization rarely wait for each other's row lock there.
+-- operator by hand); rows a replayed batch skips are not in the transition table. The rows are
+-- summed once, per quarter-hour and group, and the hours, days and daily totals from those sums.
+-- One statement: its parts write in one order, each in key order, so concurrent batches never
+-- wait for each other in a cycle. Each transaction adds to one of 16 shards of a UTC day of
+-- usage_totals, so concurrent batches of one organization rarely wait for each other's row lock
+-- there. A batch costs an update of each rollup row it touches, so few large batches cost less
+-- per row than many small ones (the gateway writes one a second).
 CREATE FUNCTION nilegate_roll_up_usage() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   writer_shard smallint := (pg_current_xact_id()::text::bigint % 16)::smallint;
 BEGIN
-  INSERT INTO usage_totals AS totals (org_id, day, shard, cost_micros, requests)
-  SELECT org_id, (created_at AT TIME ZONE 'UTC')::date, writer_shard, SUM(cost_micros), COUNT(*)
-  FROM new_rows GROUP BY 1, 2 ORDER BY 1, 2
-  ON CONFLICT (org_id, day, shard) DO UPDATE
-    SET cost_micros = totals.cost_micros + EXCLUDED.cost_micros, requests = totals.requests + EXCLUDED.requests;
-  INSERT INTO usage_rollup_quarters AS sums (org_id, slot, project_id, key_id, model, endpoint, requests, prompt_tokens, completion_tokens, cost_micros)
-  SELECT org_id, date_bin('15 minutes', created_at, timestamptz '2000-01-01 00:00:00+00'), project_id, key_id, model, endpoint,
-    COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_micros)
-  FROM new_rows GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
-  ON CONFLICT (org_id, slot, project_id, key_id, model, endpoint) DO UPDATE
-    SET requests = sums.requests + EXCLUDED.requests, prompt_tokens = sums.prompt_tokens + EXCLUDED.prompt_tokens,
-      completion_tokens = sums.completion_tokens + EXCLUDED.completion_tokens, cost_micros = sums.cost_micros + EXCLUDED.cost_micros;
-  INSERT INTO usage_rollup_hours AS sums (org_id, slot, project_id, key_id, model, endpoint, requests, prompt_tokens, completion_tokens, cost_micros)
-  SELECT org_id, date_bin('1 hour', created_at, timestamptz '2000-01-01 00:00:00+00'), project_id, key_id, model, endpoint,
-    COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_micros)
-  FROM new_rows GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
-  ON CONFLICT (org_id, slot, project_id, key_id, model, endpoint) DO UPDATE
-    SET requests = sums.requests + EXCLUDED.requests, prompt_tokens = sums.prompt_tokens + EXCLUDED.prompt_tokens,
-      completion_tokens = sums.completion_tokens + EXCLUDED.completion_tokens, cost_micros = sums.cost_micros + EXCLUDED.cost_micros;
+  WITH quarters AS (
+    SELECT org_id, date_bin('15 minutes', created_at, timestamptz '2000-01-01 00:00:00+00') AS slot, project_id, key_id, model, endpoint,
+      COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, SUM(cost_micros) AS cost_micros
+    FROM new_rows GROUP BY 1, 2, 3, 4, 5, 6
+  ),
+  totals AS (
+    INSERT INTO usage_totals AS totals (org_id, day, shard, cost_micros, requests)
+    SELECT org_id, (slot AT TIME ZONE 'UTC')::date, writer_shard, SUM(cost_micros), SUM(requests) FROM quarters GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (org_id, day, shard) DO UPDATE SET cost_micros = totals.cost_micros + EXCLUDED.cost_micros, requests = totals.requests + EXCLUDED.requests
+  ),
+  quarter_sums AS (
+    INSERT INTO usage_rollup_quarters AS sums (org_id, slot, project_id, key_id, model, endpoint, requests, prompt_tokens, completion_tokens, cost_micros)
+    SELECT * FROM quarters ORDER BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT (org_id, slot, project_id, key_id, model, endpoint) DO UPDATE
+      SET requests = sums.requests + EXCLUDED.requests, prompt_tokens = sums.prompt_tokens + EXCLUDED.prompt_tokens,
+        completion_tokens = sums.completion_tokens + EXCLUDED.completion_tokens, cost_micros = sums.cost_micros + EXCLUDED.cost_micros
+  ),
+  hour_sums AS (
+    INSERT INTO usage_rollup_hours AS sums (org_id, slot, project_id, key_id, model, endpoint, requests, prompt_tokens, completion_tokens, cost_micros)
+    SELECT org_id, date_bin('1 hour', slot, timestamptz '2000-01-01 00:00:00+00'), project_id, key_id, model, endpoint, SUM(requests), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_micros)
+    FROM quarters GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT (org_id, slot, project_id, key_id, model, endpoint) DO UPDATE
+      SET requests = sums.requests + EXCLUDED.requests, prompt_tokens = sums.prompt_tokens + EXCLUDED.prompt_tokens,
+        completion_tokens = sums.completion_tokens + EXCLUDED.completion_tokens, cost_micros = sums.cost_micros + EXCLUDED.cost_micros
+  )
   INSERT INTO usage_rollup_days AS sums (org_id, time_zone, day, project_id, key_id, model, endpoint, requests, prompt_tokens, completion_tokens, cost_micros)
-  SELECT rows.org_id, org.billing_time_zone, (rows.created_at AT TIME ZONE org.billing_time_zone)::date, rows.project_id, rows.key_id, rows.model, rows.endpoint,
-    COUNT(*), SUM(rows.prompt_tokens), SUM(rows.completion_tokens), SUM(rows.cost_micros)
-  FROM new_rows AS rows JOIN organizations AS org ON org.id = rows.org_id
+  SELECT q.org_id, org.billing_time_zone, (q.slot AT TIME ZONE org.billing_time_zone)::date, q.project_id, q.key_id, q.model, q.endpoint,
+    SUM(q.requests), SUM(q.prompt_tokens), SUM(q.completion_tokens), SUM(q.cost_micros)
+  FROM quarters AS q JOIN organizations AS org ON org.id = q.org_id
   GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7
   ON CONFLICT (org_id, time_zone, day, project_id, key_id, model, endpoint) DO UPDATE
     SET requests = sums.requests + EXCLUDED.requests, prompt_tokens = sums.prompt_tokens + EXCLUDED.prompt_tokens,
