@@ -249,7 +249,8 @@ const rollupGroup = () => ({
  * month spends and rebuilds of admission counters read these instead of raw rows. Quarter-hours
  * and hours start on UTC multiples of their length, so they serve every time zone (every zone's
  * offset is a whole number of quarter-hours); days are local days of the organization's billing
- * time zone at the time of writing (ledger-periods.ts says which of them are whole).
+ * time zone at the time of writing (organizations.day_rollups_from says from when they are whole;
+ * usage-pieces.ts and usage-rollups.ts say which rows make up a span).
  */
 const slotRollup = (name: string) =>
   pgTable(

@@ -11,13 +11,9 @@ import { sql, type SQL } from 'drizzle-orm'
 const origin = sql.raw(`timestamptz '2000-01-01 00:00:00+00'`)
 
 /** The start of the UTC hour holding `at`. */
-export const floorHour = (at: SQL) => sql`date_bin('1 hour', ${at}, ${origin})`
+const floorHour = (at: SQL) => sql`date_bin('1 hour', ${at}, ${origin})`
 /** The first UTC hour boundary at or after `at`. */
-export const ceilHour = (at: SQL) => sql`date_bin('1 hour', ${at} + interval '59 minutes 59.999999 seconds', ${origin})`
-/** The start of the quarter-hour holding `at`. */
-export const floorQuarter = (at: SQL) => sql`date_bin('15 minutes', ${at}, ${origin})`
-/** The first quarter-hour boundary at or after `at`. */
-export const ceilQuarter = (at: SQL) => sql`date_bin('15 minutes', ${at} + interval '14 minutes 59.999999 seconds', ${origin})`
+const ceilHour = (at: SQL) => sql`date_bin('1 hour', ${at} + interval '59 minutes 59.999999 seconds', ${origin})`
 
 /**
  * Conditions on a rollup's `slot` that pick, from the hours and from the quarter-hours, the rows
