@@ -29,10 +29,9 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
         : sql`UNION ALL
         SELECT 'recorded', request_id, NULL FROM usage_events
           WHERE org_id = ${orgId} AND request_id IN (SELECT json_array_elements_text(${idList(requestIds)}::json))`
-      const starts = sql`(SELECT starts FROM month)`
       const daysStart = sql`(SELECT days_start FROM month)`
-      const slots = (table: string) => slotsCovering(sql.raw(`${table}.slot`), starts, daysStart)
-      const [hours, quarters] = [slots('usage_rollup_hours'), slots('usage_rollup_quarters')]
+      // The month before its whole days, from the hours and quarter-hours (each branch's own slot).
+      const before = slotsCovering(sql`slot`, sql`(SELECT starts FROM month)`, daysStart)
       const result = await db.execute(sql`
         WITH zone AS (
           SELECT make_timestamptz(${year}, ${monthNumber}, 1, 0, 0, 0, ${timeZone}) AS starts,
@@ -52,11 +51,11 @@ export function createLedgerReader(db: Drizzle): LedgerReader & LateUsageReader 
             WHERE org_id = ${orgId} AND time_zone = ${timeZone}
               AND day >= (${daysStart} AT TIME ZONE ${timeZone})::date AND day < ((SELECT ends FROM month) AT TIME ZONE ${timeZone})::date
           UNION ALL
-          SELECT key_id, project_id, cost_micros FROM usage_rollup_hours WHERE org_id = ${orgId} AND ${hours.hours}
+          SELECT key_id, project_id, cost_micros FROM usage_rollup_hours WHERE org_id = ${orgId} AND ${before.hours}
           UNION ALL
-          SELECT key_id, project_id, cost_micros FROM usage_rollup_quarters WHERE org_id = ${orgId} AND ${quarters.quarters[0]}
+          SELECT key_id, project_id, cost_micros FROM usage_rollup_quarters WHERE org_id = ${orgId} AND ${before.quarters[0]}
           UNION ALL
-          SELECT key_id, project_id, cost_micros FROM usage_rollup_quarters WHERE org_id = ${orgId} AND ${quarters.quarters[1]}
+          SELECT key_id, project_id, cost_micros FROM usage_rollup_quarters WHERE org_id = ${orgId} AND ${before.quarters[1]}
         ) AS month_sums
         GROUP BY key_id, project_id
         UNION ALL

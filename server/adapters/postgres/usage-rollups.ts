@@ -6,6 +6,10 @@ import { sql, type SQL } from 'drizzle-orm'
  * multiples of their length; every time zone's offset is a whole number of quarter-hours, so the
  * local midnights and hours that start months and buckets are quarter-hour boundaries, and a span
  * between two of them is its whole hours plus the quarter-hours at either end.
+ *
+ * A ledger read splits its month here, in SQL, in the statement that reads the sums, so that the
+ * zone and the days it may use are those of the read's snapshot. Reports split their buckets in
+ * usage-pieces.ts, which also cuts a range's ends at any second.
  */
 
 const origin = sql.raw(`timestamptz '2000-01-01 00:00:00+00'`)

@@ -135,4 +135,3 @@ export function createUsageReportRepository(db: Drizzle): UsageReportStore {
     },
   }
 }
-

@@ -114,8 +114,7 @@ CREATE TABLE "usage_rollup_days" (
 ) WITH (fillfactor = 70);
 --> statement-breakpoint
 -- Every batch adds to the rows of its quarter-hour, hour and day: room is left on their pages so
--- that each new version of a row stays on its page (a HOT update, no index entry of its own), and
--- the table does not grow with its updates.
+-- that a new version of a row can stay on its page (a HOT update, no index entry of its own).
 ALTER TABLE usage_totals SET (fillfactor = 70);
 --> statement-breakpoint
 CREATE TABLE "usage_retention" (
