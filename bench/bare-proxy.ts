@@ -8,7 +8,13 @@
 // that crossing. It speaks just enough HTTP for the fake upstream's non-streamed answers (a status
 // line, headers with Content-Length, the body) and is a measuring stick, not a client to build on.
 //
-//   bun bench/bare-proxy.ts --upstream http://127.0.0.1:PORT/v1 [--port 0] [--client fetch|socket]
+// `--framework elysia` serves the same forwarding through Elysia with the gateway's shape and none
+// of its work: a request hook setting X-Request-Id, a parser reading the body as JSON, an async
+// derive, the gateway's own body schema (ChatCompletionRequest, TypeBox), an after-handle hook, an
+// error hook, and the answer returned as an object for Elysia to serialize. What it costs beyond
+// `--framework bun` is what the framework costs the gateway, before any of the gateway's own work.
+//
+//   bun bench/bare-proxy.ts --upstream http://127.0.0.1:PORT/v1 [--port 0] [--client fetch|socket] [--framework bun|elysia]
 //
 // Prints `bare-proxy listening on http://127.0.0.1:PORT/v1` once it accepts connections.
 import type { Socket } from 'bun'
@@ -19,6 +25,9 @@ if (!upstream) throw new Error('--upstream URL is required')
 const target = new URL(`${upstream}/chat/completions`)
 const client = argValue(Bun.argv, ['--client']) ?? 'fetch'
 if (client !== 'fetch' && client !== 'socket') throw new Error(`--client must be fetch or socket, got ${client}`)
+const framework = argValue(Bun.argv, ['--framework']) ?? 'bun'
+if (framework !== 'bun' && framework !== 'elysia') throw new Error(`--framework must be bun or elysia, got ${framework}`)
+const port = Number(argValue(Bun.argv, ['--port']) ?? 0)
 
 interface Answer {
   status: number
@@ -106,12 +115,44 @@ async function forward(body: string): Promise<{ status: number; json: unknown }>
   return { status: answer.status, json: await answer.json() }
 }
 
-const server = Bun.serve({
-  hostname: '127.0.0.1',
-  port: Number(argValue(Bun.argv, ['--port']) ?? 0),
-  async fetch(request) {
-    const answer = await forward(await request.text())
-    return Response.json(answer.json, { status: answer.status })
-  },
-})
-console.log(`bare-proxy listening on http://127.0.0.1:${server.port}/v1`)
+/** Serves with Bun.serve alone. */
+function serveBare(): number {
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port,
+    async fetch(request) {
+      const answer = await forward(await request.text())
+      return Response.json(answer.json, { status: answer.status })
+    },
+  })
+  return server.port!
+}
+
+/** Serves through Elysia, hooked as the gateway's chat route is (see the head of this file). */
+async function serveElysia(): Promise<number> {
+  const { Elysia } = await import('elysia')
+  const { ChatCompletionRequest } = await import('@nilegate/shared/schemas/chat')
+  let counter = 0
+  const app = new Elysia({ normalize: false })
+    .onRequest(({ set }) => {
+      set.headers['x-request-id'] = `req_${(++counter).toString(36)}`
+    })
+    .onError(({ error }) => ({ error: { message: String(error), type: 'server_error', param: null, code: null } }))
+    .onAfterHandle({ as: 'global' }, () => {})
+    .onParse(async ({ request }) => JSON.parse(await request.text()))
+    .derive(async ({ request }) => ({ token: request.headers.get('authorization') }))
+    .post(
+      '/v1/chat/completions',
+      async ({ body, set }) => {
+        const answer = await forward(JSON.stringify(body))
+        set.status = answer.status
+        return answer.json
+      },
+      { body: ChatCompletionRequest },
+    )
+    .listen({ hostname: '127.0.0.1', port })
+  return app.server!.port!
+}
+
+const listening = framework === 'elysia' ? await serveElysia() : serveBare()
+console.log(`bare-proxy listening on http://127.0.0.1:${listening}/v1`)

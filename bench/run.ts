@@ -1,6 +1,6 @@
 // The benchmark of the inference core, in one run: non-streamed chat (a) straight to a fake upstream,
 // (b) through the gateway to that upstream, (c) through the gateway on its simulator, (d) and (e)
-// through bare proxies; (f) to (h) streamed chat as (a) to (c); (i) as (b) on a second gateway with
+// through bare proxies ((j) the same through Elysia); (f) to (h) streamed chat as (a) to (c); (i) as (b) on a second gateway with
 // METRICS=off, for what recording metrics costs; then the time to first streamed byte, direct and
 // through the gateway. Prints a table and writes bench/RESULTS.md.
 //
@@ -253,6 +253,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   console.error(`fake upstream: ${upstream.baseUrl}`)
   const bareProxy = await startBareProxy(processes, workDir, upstream.baseUrl)
   const socketProxy = await startBareProxy(processes, workDir, upstream.baseUrl, 'socket')
+  const elysiaProxy = await startBareProxy(processes, workDir, upstream.baseUrl, 'fetch', 'elysia')
 
   let gateway: RunningGateway | null = null
   let metricsOffGateway: RunningGateway | null = null
@@ -312,6 +313,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   // Its CPU shows in the gateway column.
   scenarios.push({ id: 'd', label: 'bare Bun proxy to the fake upstream (fetch and JSON, nothing else)', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: bareProxy.pid, usesNoServer: true })
   scenarios.push({ id: 'e', label: 'bare Bun proxy, upstream over sockets of its own thread (no fetch)', url: `${socketProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: socketProxy.pid, usesNoServer: true })
+  scenarios.push({ id: 'j', label: 'bare Elysia proxy (the gateway\'s hooks and body schema, none of its work)', url: `${elysiaProxy.baseUrl}/chat/completions`, bodyFile: files.direct, keysFile: null, firstKey: null, pid: elysiaProxy.pid, usesNoServer: true })
   // Streams, as most chat is served: 19 events each (the role, 16 tokens, the finish, the usage).
   scenarios.push({ id: 'f', label: 'streamed, direct to the fake upstream', url: `${upstream.baseUrl}/chat/completions`, bodyFile: files.streamedDirect, keysFile: null, firstKey: null })
   if (viaGateway) {
@@ -325,7 +327,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   let deadServer: string | null = null
   const checkServers = async (when: string) => {
     if (deadServer) return
-    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await socketProxy.exitReport()) ?? (await gateway?.exitReport()) ?? (await metricsOffGateway?.exitReport()) ?? null
+    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await socketProxy.exitReport()) ?? (await elysiaProxy.exitReport()) ?? (await gateway?.exitReport()) ?? (await metricsOffGateway?.exitReport()) ?? null
     if (deadServer) {
       console.error(deadServer)
       notes.push(`${when} ${deadServer.replaceAll('|', '/')}`)
@@ -387,7 +389,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     date: new Date(),
     machine: readMachineInfo(repoDir),
     tool,
-    settings: { durationS: options.durationS, rounds: options.rounds, connections: options.connections, threads: options.threads, keys: gateway?.keys.length ?? 0, ttfbRequests: options.ttfbRequests },
+    settings: { durationS: options.durationS, rounds: options.rounds, connections: options.connections, threads: options.threads, keys: gateway?.keys.length ?? 0, ttfbRequests: options.ttfbRequests, redis: options.redisUrl !== null },
     scenarios: outcomes,
     ttfb,
     metricsAtRate,

@@ -21,9 +21,10 @@ export async function startUpstream(processes: ProcessGroup, workDir: string): P
 }
 
 /** Starts bench/bare-proxy.ts in front of `upstreamBaseUrl`, on a free port, with its `--client`. */
-export async function startBareProxy(processes: ProcessGroup, workDir: string, upstreamBaseUrl: string, client: 'fetch' | 'socket' = 'fetch'): Promise<RunningUpstream> {
-  const logPath = join(workDir, `bare-proxy-${client}.log`)
-  const child = processes.spawn(['bun', join(import.meta.dir, 'bare-proxy.ts'), '--upstream', upstreamBaseUrl, '--client', client], { env: { ...Bun.env } as Record<string, string>, logPath })
+export async function startBareProxy(processes: ProcessGroup, workDir: string, upstreamBaseUrl: string, client: 'fetch' | 'socket' = 'fetch', framework: 'bun' | 'elysia' = 'bun'): Promise<RunningUpstream> {
+  const name = `${framework}-${client}`
+  const logPath = join(workDir, `bare-proxy-${name}.log`)
+  const child = processes.spawn(['bun', join(import.meta.dir, 'bare-proxy.ts'), '--upstream', upstreamBaseUrl, '--client', client, '--framework', framework], { env: { ...Bun.env } as Record<string, string>, logPath })
   const [, baseUrl] = await waitForLogLine(logPath, /listening on (http:\/\/\S+\/v1)/, child, 15_000)
-  return { baseUrl: baseUrl!, pid: child.pid, exitReport: () => describeExit(`the bare proxy (${client})`, child, logPath) }
+  return { baseUrl: baseUrl!, pid: child.pid, exitReport: () => describeExit(`the bare proxy (${name})`, child, logPath) }
 }
