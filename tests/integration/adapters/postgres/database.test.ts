@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { openDatabase, seedDemoIfEmpty, type Database } from '../../../../server/adapters/postgres/database'
+import { rowsOf } from '../../../../server/adapters/postgres/drizzle'
 import journal from '../../../../server/adapters/postgres/migrations/meta/_journal.json'
 import { describeEachDatabase } from '../../../support/databases'
 
@@ -39,6 +40,14 @@ describeEachDatabase('openDatabase', (context) => {
     // partitions of usage_events apart.
     expect(tablesBefore).toBe(21)
   })
+
+  if (context.kind === 'pglite') {
+    test('the embedded Postgres runs with its settings: 16 MB of shared buffers, which it zeroes at start, not 128', async () => {
+      const [row] = rowsOf<{ shared_buffers: string }>(await context.current.db.drizzle.execute(sql`SHOW shared_buffers`))
+
+      expect(row?.shared_buffers).toBe('16MB')
+    })
+  }
 
   if (context.kind === 'postgres') {
     test('gateways opening one Postgres database together all succeed', async () => {
