@@ -35,6 +35,8 @@ export interface GatewayLaunch {
   redisUrl?: string | null
   /** More environment, e.g. METRICS=off. */
   env?: Record<string, string>
+  /** The catalog file to serve instead of `benchCatalog(upstreamBaseUrl)`; it must still list that catalog's models. */
+  catalog?: { models: object[] }
 }
 
 const samplePrices = { input_price_egp: '30.00', output_price_egp: '90.00', prices_are_samples: true }
@@ -151,7 +153,7 @@ async function createKeysOverHttp(baseUrl: string, tenant: DemoCredentials, coun
 /** Starts `bun server/main.ts` on a free port with a temporary DATA_DIR and the bench catalog, and makes keys. */
 export async function startGateway(launch: GatewayLaunch): Promise<RunningGateway> {
   const catalogPath = join(launch.workDir, 'catalog.json')
-  await Bun.write(catalogPath, JSON.stringify(benchCatalog(launch.upstreamBaseUrl), null, 2))
+  await Bun.write(catalogPath, JSON.stringify(launch.catalog ?? benchCatalog(launch.upstreamBaseUrl), null, 2))
   const port = freePort()
   // The embedded defaults unless Postgres was asked for, and metrics as the bench asks, whatever the calling shell has set.
   const { DATABASE_URL: _database, REDIS_URL: _redis, METRICS: _metrics, METRICS_TOKEN: _metricsToken, ...inherited } = Bun.env
