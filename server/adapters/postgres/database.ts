@@ -143,7 +143,7 @@ async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
       const { blob } = await client.query(`COPY (${query}) TO '/dev/blob' WITH (FORMAT csv, HEADER)`)
       writeFileSync(path, Bun.gzipSync(new Uint8Array(await (blob ?? new Blob([])).arrayBuffer())), { flag: 'wx', mode: 0o600 })
     },
-  })
+  }, client)
   return { ...database, kind: 'pglite', writeUsageBatch }
 }
 
@@ -178,11 +178,11 @@ async function migratePostgresExclusively(databaseUrl: string): Promise<void> {
   }
 }
 
-function buildDatabase(kind: Database['kind'], db: Drizzle, writeUsage: UsageWriter, lifecycle: { migrate(): Promise<void>; close(): Promise<void>; copyOut: CopyOut }): Database {
+function buildDatabase(kind: Database['kind'], db: Drizzle, writeUsage: UsageWriter, lifecycle: { migrate(): Promise<void>; close(): Promise<void>; copyOut: CopyOut }, pglite?: PGlite): Database {
   return {
     kind,
     drizzle: db,
-    identities: createIdentityRepository(db),
+    identities: createIdentityRepository(db, pglite),
     usage: createUsageRepository(writeUsage),
     ledger: createLedgerReader(db),
     governance: createGovernance(db),

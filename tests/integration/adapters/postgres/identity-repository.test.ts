@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
-import { eq } from 'drizzle-orm'
-import { apiKeys, organizations } from '../../../../server/adapters/postgres/schema'
+import { eq, sql } from 'drizzle-orm'
+import { apiKeys, organizations, projects } from '../../../../server/adapters/postgres/schema'
+import { rowsOf } from '../../../../server/adapters/postgres/drizzle'
 import { hashApiKey } from '../../../../server/core/api-keys'
 import { describeEachDatabase } from '../../../support/databases'
 
@@ -72,4 +73,57 @@ describeEachDatabase('findApiKeyByHash', (context) => {
 
     expect(identity?.orgStatus).toBe('suspended')
   })
+
+  test('reads every field a key, its project and its organization can set, as the types they have', async () => {
+    const { db } = context.current
+    const { tenant, hashHex } = await demoKey(45)
+    const archivedAt = new Date('2026-01-02T03:04:05.678Z')
+    const expiresAt = new Date('2027-05-06T07:08:09.012Z')
+    await db.drizzle.update(organizations).set({ planTier: 'team', customRpmCeiling: 900, billingTimeZone: 'Europe/Berlin', requiresRegion: 'eu', allowedModels: ['a/one', 'b/two'] }).where(eq(organizations.id, tenant.organizationId))
+    await db.drizzle.update(projects).set({ rpmOverride: 120, monthlySpendCapMicros: 9_007_199_254_740_993n, enabledModels: ['a/one'], archivedAt }).where(eq(projects.id, tenant.projectId))
+    await db.drizzle.update(apiKeys).set({ expiresAt, monthlySpendCapMicros: 12_345_678n, ipAllowList: ['10.0.0.0/8', '2001:db8::/32'], scopes: ['embeddings'] }).where(eq(apiKeys.secretHash, hashHex))
+
+    const identity = await db.identities.findApiKeyByHash(hashHex)
+
+    expect(identity).toMatchObject({
+      expiresAt: expiresAt.getTime(),
+      scopes: ['embeddings'],
+      rpmLimit: 45,
+      planTier: 'team',
+      orgRpmCeiling: 900,
+      projectRpmOverride: 120,
+      keyMonthlyCapMicros: 12_345_678n,
+      projectMonthlyCapMicros: 9_007_199_254_740_993n,
+      billingTimeZone: 'Europe/Berlin',
+      requiresRegion: 'eu',
+      ipAllowList: ['10.0.0.0/8', '2001:db8::/32'],
+      orgAllowedModels: ['a/one', 'b/two'],
+      projectEnabledModels: ['a/one'],
+      projectArchivedAt: archivedAt.getTime(),
+    })
+  })
+
+  test('answers a token of any other shape than a hash with null, and a hash with quotes is only data', async () => {
+    const { db } = context.current
+    const { hashHex } = await demoKey()
+
+    expect(await db.identities.findApiKeyByHash(hashHex.toUpperCase())).toBeNull()
+    expect(await db.identities.findApiKeyByHash(`${hashHex.slice(0, 60)}'--`)).toBeNull()
+    expect(await db.identities.findApiKeyByHash(`' or ''='`)).toBeNull()
+    expect((await db.identities.findApiKeyByHash(hashHex))?.rpmLimit).toBeNull()
+  })
+
+  if (context.kind === 'pglite') {
+    // PGlite sends each query unnamed, planned every time; the lookup runs on every cold key.
+    test('looks keys up with a statement PGlite prepared once', async () => {
+      const { db } = context.current
+      const { hashHex } = await demoKey()
+      await db.identities.findApiKeyByHash(hashHex)
+      await db.identities.findApiKeyByHash(hashHex)
+
+      const result = await db.drizzle.execute<{ name: string }>(sql`select name from pg_prepared_statements where name = 'find_api_key_by_hash'`)
+
+      expect(rowsOf<{ name: string }>(result).map((row) => row.name)).toEqual(['find_api_key_by_hash'])
+    })
+  }
 })
