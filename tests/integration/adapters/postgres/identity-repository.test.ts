@@ -121,9 +121,9 @@ describeEachDatabase('findApiKeyByHash', (context) => {
       await db.identities.findApiKeyByHash(hashHex)
       await db.identities.findApiKeyByHash(hashHex)
 
-      const result = await db.drizzle.execute<{ name: string }>(sql`select name from pg_prepared_statements where name = 'find_api_key_by_hash'`)
+      const result = await db.drizzle.execute<{ name: string }>(sql`select name from pg_prepared_statements where name = 'pglite_find_api_key_by_hash'`)
 
-      expect(rowsOf<{ name: string }>(result).map((row) => row.name)).toEqual(['find_api_key_by_hash'])
+      expect(rowsOf<{ name: string }>(result).map((row) => row.name)).toEqual(['pglite_find_api_key_by_hash'])
     })
   }
 })
