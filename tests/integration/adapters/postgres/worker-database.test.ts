@@ -207,6 +207,38 @@ describe('openDatabaseInWorker: writes', () => {
       dataDir.remove()
     }
   }, slowHookTimeoutMs)
+
+  // Creating a cluster leaves its thread holding hundreds of MiB: a thread of its own does it and ends.
+  test('creates a fresh data directory in a thread that has ended before the serving one starts, and reopens one thread alone', async () => {
+    const dataDir = createTempDir('pglite-fresh')
+    const realWorker = globalThis.Worker
+    const events: string[] = []
+    globalThis.Worker = class extends realWorker {
+      constructor(...args: ConstructorParameters<typeof Worker>) {
+        super(...args)
+        const index = events.filter((event) => event.startsWith('started')).length
+        events.push(`started ${index}`)
+        this.addEventListener('close', () => events.push(`ended ${index}`))
+      }
+    }
+    try {
+      const created = await openDatabaseInWorker({ dataDir: dataDir.path })
+      const createdHasOrganizations = await created.hasOrganizations()
+      await created.close()
+      const afterCreating = events.splice(0)
+      const reopened = await openDatabaseInWorker({ dataDir: dataDir.path })
+      await reopened.seedDemoIfEmpty()
+      const reopenedHasOrganizations = await reopened.hasOrganizations()
+      await reopened.close()
+
+      expect(afterCreating).toEqual(['started 0', 'ended 0', 'started 1', 'ended 1'])
+      expect(events).toEqual(['started 0', 'ended 0'])
+      expect([createdHasOrganizations, reopenedHasOrganizations]).toEqual([false, true])
+    } finally {
+      globalThis.Worker = realWorker
+      dataDir.remove()
+    }
+  }, slowHookTimeoutMs)
 })
 
 describe("openDatabaseInWorker: the management API's repositories", () => {
