@@ -1,4 +1,4 @@
-import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs'
+import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
@@ -129,8 +129,18 @@ export function seedDemoIfEmpty(database: GatewayDatabase, options: DemoTenantOp
  */
 const pgliteSettings = ['shared_buffers = 16MB']
 
+/** Where the embedded database of `dataDir` keeps its files. */
+function pgliteDirectory(dataDir: string): string {
+  return resolve(dataDir, 'pglite')
+}
+
+/** Whether `dataDir` holds an embedded database already created (Postgres writes PG_VERSION when it creates one). */
+export function hasEmbeddedDatabase(dataDir: string): boolean {
+  return existsSync(join(pgliteDirectory(dataDir), 'PG_VERSION'))
+}
+
 async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
-  const directory = resolve(dataDir, 'pglite')
+  const directory = pgliteDirectory(dataDir)
   mkdirSync(directory, { recursive: true, mode: 0o700 })
   const client = new PGlite(directory, { postgresqlconf: pgliteSettings })
   await client.waitReady

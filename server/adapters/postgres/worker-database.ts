@@ -1,9 +1,7 @@
-import { existsSync } from 'node:fs'
-import { join } from 'node:path'
 import { governanceAreas, type Governance, type GovernanceArea } from '../../core/governance'
 import { reviveError } from './cross-thread-error'
 import { createUsageRepository, usageBatch } from './usage-repository'
-import type { GatewayDatabase } from './database'
+import { hasEmbeddedDatabase, type GatewayDatabase } from './database'
 import type { DatabaseWorkerOperation, DatabaseWorkerOperations, DatabaseWorkerReply, DatabaseWorkerRequest } from './database-worker'
 
 /** The entry of the database thread, for callers that start the Worker themselves. */
@@ -12,7 +10,7 @@ export const databaseWorkerUrl = new URL('./database-worker.ts', import.meta.url
 export interface WorkerDatabaseOptions {
   /** PGlite lives in `<dataDir>/pglite`; hold the data-dir lock (data-dir-lock.ts) first. */
   dataDir: string
-  /** A Worker started on `databaseWorkerUrl`, which also creates a fresh database; when absent, one is started (and another before it to create a fresh one). */
+  /** A Worker started on `databaseWorkerUrl`, which then creates a fresh database too; when absent, one is started, after a thread of its own created a fresh database. */
   worker?: Worker
   /** Where an unexpected end of the worker is reported. */
   log?: (message: string) => void
@@ -38,7 +36,7 @@ type Operations = DatabaseWorkerOperations
  */
 export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Promise<WorkerDatabase> {
   const log = options.log ?? ((message: string) => console.error(message))
-  if (!options.worker && !existsSync(join(options.dataDir, 'pglite', 'PG_VERSION'))) await createInThreadOfItsOwn(options.dataDir, log)
+  if (!options.worker && !hasEmbeddedDatabase(options.dataDir)) await createInThreadOfItsOwn(options.dataDir, log)
   const client = await openedIn(new DatabaseWorkerClient(options.worker ?? new Worker(databaseWorkerUrl), log), options.dataDir)
   return {
     kind: 'pglite',
