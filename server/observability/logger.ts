@@ -12,28 +12,30 @@ export interface LogOutput {
 }
 
 /**
- * Standard output, buffered for one turn of the event loop: the lines of a turn leave in one
- * write. Each line through pino's own destination (sonic-boom) cost 1.5 us here against 0.1 through
- * Bun's file sink. The gateway's other printing (the listening line, mail printed without SMTP)
- * goes through the same output, so that no line is cut by another's.
+ * Standard output, buffered for one turn of the event loop: the lines of a turn are joined here and
+ * leave in one write. Each line through pino's own destination (sonic-boom) cost 1.5 us here against
+ * 0.1 through Bun's file sink; and the sink, given the lines one by one, wrote whenever it held 4 KiB,
+ * on the thread that serves requests, several writes a turn under load. The gateway's other printing
+ * (the listening line, mail printed without SMTP) goes through the same output, so that no line is
+ * cut by another's.
  */
-export function stdoutOutput(): LogOutput {
-  const sink = Bun.stdout.writer()
-  let scheduled = false
-  const flushSink = () => {
-    scheduled = false
+export function stdoutOutput(sink: Pick<Bun.FileSink, 'write' | 'flush'> = Bun.stdout.writer()): LogOutput {
+  let pending: string[] = []
+  const writePending = () => {
+    if (pending.length === 0) return
+    const text = pending.length === 1 ? pending[0]! : pending.join('')
+    pending = []
+    sink.write(text)
     const flushed = sink.flush()
     // A pipe that is full takes the rest later; nothing waits for it here.
     if (flushed instanceof Promise) flushed.catch(() => {})
   }
   return {
     write(text) {
-      sink.write(text)
-      if (scheduled) return
-      scheduled = true
-      setImmediate(flushSink)
+      if (pending.push(text) === 1) setImmediate(writePending)
     },
     async flush() {
+      writePending()
       await sink.flush()
     },
   }
