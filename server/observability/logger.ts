@@ -23,7 +23,7 @@ export function stdoutOutput(sink: Pick<Bun.FileSink, 'write' | 'flush'> = Bun.s
   let pending: string[] = []
   const writePending = () => {
     if (pending.length === 0) return
-    const text = pending.length === 1 ? pending[0]! : pending.join('')
+    const text = pending.join('')
     pending = []
     sink.write(text)
     const flushed = sink.flush()
