@@ -61,6 +61,7 @@ try {
   const result = await runLoadTool(tool, { ...run, durationS, logPath: join(workDir, 'load.log') }, processes)
   const [threadsAfter, serversAfter] = [await threadCpuSeconds(gateway.pid), await serverCpu()]
 
+  if (result.requests === 0) throw new Error(`no request was answered; the load tool said:\n${(await Bun.file(join(workDir, 'load.log')).text()).slice(-2000)}`)
   const perRequestUs = (seconds: number) => ((seconds / result.requests) * 1e6).toFixed(1)
   const what = `${stream ? 'streamed ' : ''}chat to ${modelName === 'upstream' ? 'the fake upstream' : 'the simulator'}`
   console.log(`${what}, ${scratch ? 'Postgres' : 'embedded'}${redisUrl ? ' + Redis' : ''}, ${tool.description}, ${connections} connections, ${durationS} s`)
