@@ -61,11 +61,6 @@ function toVectors(answer: unknown, count: number): Float32Array[] {
 }
 
 /**
- * A provider for any upstream speaking the OpenAI wire format (vLLM, SGLang, TGI, llama.cpp, Ollama,
- * hosted APIs). The client's body goes through with the deployment's model name; streams always ask
- * for usage; chunks are relayed as they arrive; the upstream request ends when the client leaves.
- */
-/**
  * A request without a token limit is sent with the model's max output: admission held the cost of
  * that much, and an upstream left unbounded could produce more than was held.
  */
@@ -122,6 +117,11 @@ function forUpstream(body: ChatCompletionRequest, call: ProviderCall): ChatCompl
   }
 }
 
+/**
+ * A provider for any upstream speaking the OpenAI wire format (vLLM, SGLang, TGI, llama.cpp, Ollama,
+ * hosted APIs). The client's body goes through with the deployment's model name; streams always ask
+ * for usage; chunks are relayed as they arrive; the upstream request ends when the client leaves.
+ */
 export class OpenAICompatibleProvider implements Provider {
   async chat(body: ChatCompletionRequest, call: ProviderCall): Promise<ChatCompletion> {
     const exchange = new UpstreamExchange(call)
