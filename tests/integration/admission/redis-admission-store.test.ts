@@ -273,36 +273,44 @@ describe('RedisAdmissionStore on a live Redis', () => {
     }
   })
 
-  test('a run that fails at one request keeps the requests before it whole, the account counters included', async () => {
+  test('a run that fails at one request writes none of its holds, debits or settled ids: a settlement is then settled by its retry', async () => {
     const orgId = newOrgId()
     const [store] = redis.stores
     const client = redis.clients[0]!
     const key = (name: string) => `${redis.keyPrefix}{o:${orgId}}:${name}`
     await store!.load(orgId, orgCounters(10_000n))
 
-    // The second admission's window is not a sorted set: its script call fails (WRONGTYPE).
+    // The second admission's window is not a sorted set: its script call fails (WRONGTYPE). The
+    // first request's window entry stays (it can only refuse early); its hold is not written.
     await client.set(key('k:key_b:win'), 'not a window')
     const [first, second] = [admitRequest({ orgId }), admitRequest({ orgId, keyId: 'key_b' })]
     const admissions = await Promise.allSettled([store!.admit(first), store!.admit(second)])
     expect(admissions.map(({ status }) => status)).toEqual(['rejected', 'rejected'])
     await client.del(key('k:key_b:win'))
     let snapshot = (await store!.snapshot(orgId, '202501'))!
-    expect([snapshot.heldMicros, snapshot.reservations.map(({ requestId }) => requestId)]).toEqual([1_000n, [first.requestId]])
+    expect([snapshot.heldMicros, snapshot.reservations]).toEqual([0n, []])
+    expect(await client.zCard(key('k:key_a:win'))).toBe(1)
 
-    // The second settlement's hold record is unreadable: the first is settled whole all the same.
-    const third = admitRequest({ orgId, keyId: 'key_c' })
-    await store!.admit(third)
+    // The second settlement's hold record is unreadable: the first is not settled either.
+    const [third, fourth] = [admitRequest({ orgId, keyId: 'key_c' }), admitRequest({ orgId })]
+    expect((await store!.admit(third)).admitted).toBe(true)
+    expect((await store!.admit(fourth)).admitted).toBe(true)
     const thirdHold = (await client.hGet(key('acct'), `h|${third.requestId}`))!
     await client.hSet(key('acct'), `h|${third.requestId}`, 'unreadable')
     const settlements = await Promise.allSettled([
-      store!.settle(settlementOf(first, { month: '202501' }, { costMicros: 600n })),
+      store!.settle(settlementOf(fourth, { month: '202501' }, { costMicros: 600n })),
       store!.settle(settlementOf(third, { month: '202501' }, { costMicros: 300n })),
     ])
     expect(settlements.map(({ status }) => status)).toEqual(['rejected', 'rejected'])
     await client.hSet(key('acct'), `h|${third.requestId}`, thirdHold)
     snapshot = (await store!.snapshot(orgId, '202501'))!
+    expect([snapshot.balanceMicros, snapshot.heldMicros, snapshot.keySpend]).toEqual([10_000n, 2_000n, new Map()])
+
+    const retried = await store!.settle(settlementOf(fourth, { month: '202501' }, { costMicros: 600n }))
+    expect([retried.outcome, retried.releasedMicros]).toEqual(['settled', 1_000n])
+    expect((await store!.settle(settlementOf(fourth, { month: '202501' }, { costMicros: 600n }))).outcome).toBe('already_settled')
+    snapshot = (await store!.snapshot(orgId, '202501'))!
     expect([snapshot.balanceMicros, snapshot.heldMicros, snapshot.keySpend]).toEqual([9_400n, 1_000n, new Map([['key_a', 600n]])])
-    expect((await store!.settle(settlementOf(first, { month: '202501' }, { costMicros: 600n }))).outcome).toBe('already_settled')
   })
 
   test('loads its scripts again after SCRIPT FLUSH (NOSCRIPT), for many calls at once', async () => {

@@ -2,7 +2,9 @@
 -- and as if it ran alone, in the order given: the key's sliding RPM window first, then a hold of
 -- the worst-case cost against the balance, the key's and the project's monthly caps. Expired holds
 -- of the organization are released first (at most ARGV[3] of them). Several in one run cost Redis
--- and the client one command instead of one each.
+-- and the client one command instead of one each, and the account and the month's spends are read
+-- once for the run and written once at its end (holds.lua's views): what is left a request is its
+-- window's commands.
 -- KEYS[1] {o:ID}:acct           hash: bal, held, k|<yyyymm>|<keyId>, p|<yyyymm>|<projectId>, hx,
 --                               and the open holds h|<requestId> (holds.lua); no 'bal': not loaded
 -- KEYS[2] {o:ID}:spend:<yyyymm> hash: k|<keyId>, p|<projectId> -> settled spend this month
@@ -17,19 +19,25 @@
 --   | {'quota_exceeded'} | {'insufficient_balance'} | {'spending_cap_reached'}
 --   | {'project_spend_cap_exceeded'} | {'not_loaded'} | {'duplicate'}
 -- A refusal records nothing for the request (expired holds and window entries may still be dropped).
+-- A run that fails writes no hold: only the window entries of the requests before the failure
+-- stay, which can refuse early, never admit more.
 local month, window_ms, release_limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 -- The account's 'hx' (holds.lua), kept up to date as holds are added.
 local hold_floor
+-- The account and the month's spends, read once for the run and written once at its end.
+local account, spends = open_view(KEYS[1]), open_view(KEYS[2])
+-- The windows that got an entry: their expiry is pushed out once, at the end.
+local windows_added = {}
 
 local function admit(request_id, key_id, project_id, now_text, limit_text, worst_text, key_cap, project_cap, expiry_text, window_key)
   local now = tonumber(now_text)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
   local hold_field = 'h|' .. request_id
-  local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field, hold_field)
-  if not account[1] then
+  local balance_text = view_get(account, 'bal')
+  if not balance_text then
     return {'not_loaded'}
   end
-  if account[5] then
+  if view_get(account, hold_field) then
     return {'duplicate'}
   end
 
@@ -45,8 +53,8 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
   end
 
   local worst = tonumber(worst_text)
-  local balance, held = tonumber(account[1]), tonumber(account[2] or '0')
-  local key_held, project_held = tonumber(account[3] or '0'), tonumber(account[4] or '0')
+  local balance, held = tonumber(balance_text), view_number(account, 'held')
+  local key_held, project_held = view_number(account, key_field), view_number(account, project_field)
   if worst > 0 then
     if balance <= 0 then
       return {'quota_exceeded'}
@@ -54,32 +62,27 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
     if worst > balance - held then
       return {'insufficient_balance'}
     end
-    if key_cap ~= '' or project_cap ~= '' then
-      local spent = redis.call('HMGET', KEYS[2], 'k|' .. key_id, 'p|' .. project_id)
-      if key_cap ~= '' and worst > tonumber(key_cap) - tonumber(spent[1] or '0') - key_held then
-        return {'spending_cap_reached'}
-      end
-      if project_cap ~= '' and worst > tonumber(project_cap) - tonumber(spent[2] or '0') - project_held then
-        return {'project_spend_cap_exceeded'}
-      end
+    if key_cap ~= '' and worst > tonumber(key_cap) - view_number(spends, 'k|' .. key_id) - key_held then
+      return {'spending_cap_reached'}
+    end
+    if project_cap ~= '' and worst > tonumber(project_cap) - view_number(spends, 'p|' .. project_id) - project_held then
+      return {'project_spend_cap_exceeded'}
     end
   end
 
   redis.call('ZADD', window_key, now_text, request_id)
-  redis.call('PEXPIRE', window_key, ARGV[2])
-  local totals = {hold_field, worst_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id .. '|' .. expiry_text}
+  windows_added[#windows_added + 1] = window_key
+  view_set(account, hold_field, worst_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id .. '|' .. expiry_text)
   local expiry = tonumber(expiry_text)
   if expiry < hold_floor then
     hold_floor = expiry
-    totals[3], totals[4] = 'hx', expiry_text
+    view_set(account, 'hx', expiry_text)
   end
-  local held_fields = {}
   if worst > 0 then
-    totals[#totals + 1] = 'held'
-    totals[#totals + 1] = int(held + worst)
-    held_fields = {key_field, key_held + worst, project_field, project_held + worst}
+    view_set(account, 'held', int(held + worst))
+    view_set_held(account, key_field, key_held + worst)
+    view_set_held(account, project_field, project_held + worst)
   end
-  write_account(KEYS[1], totals, held_fields)
   -- The oldest entry is this one when the window was empty: no read for a key's first request a minute.
   local oldest = now
   if count > 0 then
@@ -96,8 +99,33 @@ if earliest then
   hold_floor = select(2, release_expired(KEYS[1], KEYS[3], int(earliest), release_limit))
 end
 
+-- What the requests will read, in one HMGET each for the account and the spends.
+local account_fields, spend_fields = {'bal', 'held'}, {}
+for i = 4, #ARGV, 10 do
+  local key_id, project_id = ARGV[i + 1], ARGV[i + 2]
+  account_fields[#account_fields + 1] = 'h|' .. ARGV[i]
+  account_fields[#account_fields + 1] = 'k|' .. month .. '|' .. key_id
+  account_fields[#account_fields + 1] = 'p|' .. month .. '|' .. project_id
+  if ARGV[i + 6] ~= '' then
+    spend_fields[#spend_fields + 1] = 'k|' .. key_id
+  end
+  if ARGV[i + 7] ~= '' then
+    spend_fields[#spend_fields + 1] = 'p|' .. project_id
+  end
+end
+view_prefetch(account, account_fields)
+view_prefetch(spends, spend_fields)
+
 local replies = {}
 for i = 4, #ARGV, 10 do
   replies[#replies + 1] = admit(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], KEYS[tonumber(ARGV[i + 9])])
+end
+view_commit(account)
+local expired = {}
+for _, window_key in ipairs(windows_added) do
+  if not expired[window_key] then
+    expired[window_key] = true
+    redis.call('PEXPIRE', window_key, ARGV[2])
+  end
 end
 return replies

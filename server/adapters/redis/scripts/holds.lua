@@ -80,35 +80,89 @@ local function hdel_all(key, names)
   end
 end
 
--- Sets the account fields in `totals` (name, value pairs) and the per-month held fields in `held`
--- (name, number pairs), deleting those that reach zero and the fields named in `deleted`.
-local function write_account(account_key, totals, held, deleted)
-  local emptied = deleted or {}
-  for i = 1, #held, 2 do
-    if held[i + 1] > 0 then
-      totals[#totals + 1] = held[i]
-      totals[#totals + 1] = int(held[i + 1])
-    else
-      emptied[#emptied + 1] = held[i]
+-- A write-back view of one hash for the length of a script run: each field is read from Redis at
+-- most once (`view_prefetch` reads many with one HMGET), and what changed is written once, by
+-- `view_commit` (one HSET, one HDEL). A run that decides many requests reads what the ones before
+-- it wrote from the view, so each is still decided as if it ran alone, in order; a Redis command
+-- costs Lua and Redis a few microseconds before it does any work. Nothing else may touch the hash
+-- between the view's first read and its commit.
+local function open_view(key)
+  -- values: field -> string, or false when absent; written: the fields set, in the order first set.
+  return {key = key, values = {}, written = {}, changed = {}}
+end
+
+-- Reads those of `fields` the view has not read yet, with one HMGET (a few, for thousands).
+local function view_prefetch(view, fields)
+  local missing, asked = {}, {}
+  for _, field in ipairs(fields) do
+    if view.values[field] == nil and not asked[field] then
+      asked[field] = true
+      missing[#missing + 1] = field
     end
   end
-  redis.call('HSET', account_key, unpack(totals))
-  if #emptied > 0 then
-    redis.call('HDEL', account_key, unpack(emptied))
+  for first = 1, #missing, unpack_slice do
+    local last = math.min(first + unpack_slice - 1, #missing)
+    local values = redis.call('HMGET', view.key, unpack(missing, first, last))
+    for i = first, last do
+      view.values[missing[i]] = values[i - first + 1] or false
+    end
   end
 end
 
--- Takes a hold of `amount` off the account's held counters (the total, the key's and the project's).
-local function unhold(account_key, amount, month, key_id, project_id)
+-- The field's value, or nil when it is absent.
+local function view_get(view, field)
+  local value = view.values[field]
+  if value == nil then
+    value = redis.call('HGET', view.key, field) or false
+    view.values[field] = value
+  end
+  return value or nil
+end
+
+-- The field as a number, 0 when absent.
+local function view_number(view, field)
+  return tonumber(view_get(view, field) or '0')
+end
+
+-- Sets the field to `value` (a string), or deletes it when `value` is nil.
+local function view_set(view, field, value)
+  if not view.changed[field] then
+    view.changed[field] = true
+    view.written[#view.written + 1] = field
+  end
+  view.values[field] = value or false
+end
+
+-- Sets a held amount (a number), deleting the field at zero.
+local function view_set_held(view, field, amount)
+  view_set(view, field, amount > 0 and int(amount) or nil)
+end
+
+-- Takes a hold of `amount` off the held counters in the view (the total, the key's and the project's).
+local function view_unhold(view, amount, month, key_id, project_id)
   if amount == 0 then
     return
   end
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
-  local held = redis.call('HMGET', account_key, 'held', key_field, project_field)
-  write_account(account_key, {'held', int(tonumber(held[1] or '0') - amount)}, {
-    key_field, tonumber(held[2] or '0') - amount,
-    project_field, tonumber(held[3] or '0') - amount,
-  })
+  view_set(view, 'held', int(view_number(view, 'held') - amount))
+  view_set_held(view, key_field, view_number(view, key_field) - amount)
+  view_set_held(view, project_field, view_number(view, project_field) - amount)
+end
+
+-- Writes what the view changed: one HSET and one HDEL (in slices that unpack can give).
+local function view_commit(view)
+  local writes, deletes = {}, {}
+  for _, field in ipairs(view.written) do
+    local value = view.values[field]
+    if value then
+      writes[#writes + 1] = field
+      writes[#writes + 1] = value
+    else
+      deletes[#deletes + 1] = field
+    end
+  end
+  hset_all(view.key, writes)
+  hdel_all(view.key, deletes)
 end
 
 -- 'hx' when no hold is open: later than any expiry.
@@ -132,13 +186,17 @@ local function release_expired(account_key, legacy_key, now_ms, limit)
     redis.call('DEL', legacy_key)
   end
   local fields = redis.call('HGETALL', account_key)
+  local account = open_view(account_key)
+  for i = 1, #fields, 2 do
+    account.values[fields[i]] = fields[i + 1]
+  end
   local released, earliest = 0, no_hold_expiry
   for i = 1, #fields, 2 do
     if string.sub(fields[i], 1, 2) == 'h|' then
       local amount, month, key_id, project_id, expiry = parse_hold(fields[i + 1])
       if expiry <= now and released < limit then
-        redis.call('HDEL', account_key, fields[i])
-        unhold(account_key, amount, month, key_id, project_id)
+        view_set(account, fields[i], nil)
+        view_unhold(account, amount, month, key_id, project_id)
         released = released + 1
       elseif expiry < earliest then
         -- Expired ones over the limit too: the next release takes them.
@@ -146,6 +204,7 @@ local function release_expired(account_key, legacy_key, now_ms, limit)
       end
     end
   end
-  redis.call('HSET', account_key, 'hx', int(earliest))
+  view_set(account, 'hx', int(earliest))
+  view_commit(account)
   return released, earliest
 end

@@ -1,7 +1,9 @@
 -- settle.lua: settles requests of one organization admitted in one month, each exactly once:
 -- releases its hold (if it still has one) and debits the actual cost from the balance, adding it to
 -- the key's and project's spend of the month. Several in one run cost Redis and the client one
--- command instead of one each; each is settled as if it ran alone, in the order given.
+-- command instead of one each; each is settled as if it ran alone, in the order given. The run
+-- reads the account once and writes it, the settled ids and the spends once, at its end (holds.lua's
+-- views): a run that fails writes none of its settlements, and their retry settles them.
 -- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm> (the admissions' month)
 -- KEYS[3] {o:ID}:res    holds as versions before kept them (as in admit.lua)
 -- KEYS[4] {o:ID}:done   sorted set: settled requestId scored by the ms it is forgotten
@@ -19,14 +21,22 @@
 -- The cost is debited in full even when it exceeds the hold (the tokens were produced), so the
 -- balance may go below zero; the next admission then answers quota_exceeded.
 local month = ARGV[1]
--- Set once a settlement adds to the month's spends: their expiry is pushed out once per run.
-local spent = false
+-- The account, read once for the run and written once at its end (holds.lua's views).
+local account = open_view(KEYS[1])
+-- What the run adds to the month's spends, by field, in the order first added.
+local spend_added, spend_fields = {}, {}
+-- The ids this run settles, with the ms each is forgotten, for one ZADD at the end; and those the
+-- settled set already held, from one ZMSCORE at the start.
+local settled_now, settled_args, settled_before = {}, {}, {}
+-- The ids settled while the reconciler watches, for one SADD at the end, and how long it must keep them.
+local watched, watch_ttl_ms = {}, 0
+-- Holds found where versions before kept them, deleted there at the end.
+local legacy_released = {}
 
 local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_at_ms)
-  local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
   local hold_field = 'h|' .. request_id
-  local account = redis.call('HMGET', KEYS[1], 'bal', 'held', key_field, project_field, 'watch', hold_field)
-  if not account[1] then
+  local balance_text = view_get(account, 'bal')
+  if not balance_text then
     if redis.call('EXISTS', KEYS[5]) == 1 then
       return {'loading'}
     end
@@ -36,45 +46,49 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
     redis.call('PEXPIRE', KEYS[6], ARGV[3])
     return {'pending'}
   end
-  if redis.call('ZADD', KEYS[4], 'NX', forget_at_ms, request_id) == 0 then
+  if settled_before[request_id] or settled_now[request_id] then
     return {'already_settled'}
   end
-  record_watched(KEYS[7], account[5], request_id, now_ms)
+  settled_now[request_id] = true
+  settled_args[#settled_args + 1] = forget_at_ms
+  settled_args[#settled_args + 1] = request_id
+  local watch = view_get(account, 'watch')
+  if watch then
+    local until_ms = tonumber(string.match(watch, '^(%d+)|'))
+    if until_ms > tonumber(now_ms) then
+      watched[#watched + 1] = request_id
+      watch_ttl_ms = math.max(watch_ttl_ms, until_ms - tonumber(now_ms) + 60000)
+    end
+  end
 
   local cost = tonumber(cost_text)
-  local new_balance = int(tonumber(account[1]) - cost) -- nil once written
   local released = nil
-  local record, in_account = account[6], true
-  if not record then
+  local record = view_get(account, hold_field)
+  if record then
+    view_set(account, hold_field, nil)
+  else
     -- A hold kept where versions before kept them, until a release moves it.
-    record, in_account = redis.call('HGET', KEYS[3], request_id), false
+    record = redis.call('HGET', KEYS[3], request_id)
     if record then
-      redis.call('HDEL', KEYS[3], request_id)
+      legacy_released[#legacy_released + 1] = request_id
     end
   end
   if record then
+    -- Released where it was counted: under the ids it was admitted with.
     local amount, hold_month, hold_key, hold_project = parse_hold(record)
     released = amount
-    if amount > 0 and hold_month == month and hold_key == key_id and hold_project == project_id then
-      -- The usual case: one write for the debit and the release, one delete for the hold.
-      local held, key_held, project_held = tonumber(account[2] or '0'), tonumber(account[3] or '0'), tonumber(account[4] or '0')
-      write_account(KEYS[1], {'bal', new_balance, 'held', int(held - amount)}, {key_field, key_held - amount, project_field, project_held - amount}, in_account and {hold_field} or nil)
-      new_balance = nil
-    else
-      -- Settled under other ids than it was admitted with: release the hold where it was counted.
-      if in_account then
-        redis.call('HDEL', KEYS[1], hold_field)
-      end
-      unhold(KEYS[1], amount, hold_month, hold_key, hold_project)
-    end
+    view_unhold(account, amount, hold_month, hold_key, hold_project)
   end
-  if new_balance and cost > 0 then
-    redis.call('HSET', KEYS[1], 'bal', new_balance)
+  if cost > 0 then
+    view_set(account, 'bal', int(tonumber(balance_text) - cost))
   end
   if cost_text ~= '0' then
-    redis.call('HINCRBY', KEYS[2], 'k|' .. key_id, cost_text)
-    redis.call('HINCRBY', KEYS[2], 'p|' .. project_id, cost_text)
-    spent = true
+    for _, field in ipairs({'k|' .. key_id, 'p|' .. project_id}) do
+      if not spend_added[field] then
+        spend_fields[#spend_fields + 1] = field
+      end
+      spend_added[field] = (spend_added[field] or 0) + cost
+    end
   end
   if released then
     return {'settled', int(released)}
@@ -89,11 +103,54 @@ if earliest then
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', int(earliest))
 end
 
+-- What the settlements will read: the account's totals and their holds and held amounts in one
+-- HMGET, and which of them were settled before in one ZMSCORE (when the counters are loaded).
+local account_fields, ids = {'bal', 'held', 'watch'}, {}
+for i = 4, #ARGV, 6 do
+  ids[#ids + 1] = ARGV[i]
+  account_fields[#account_fields + 1] = 'h|' .. ARGV[i]
+  account_fields[#account_fields + 1] = 'k|' .. month .. '|' .. ARGV[i + 1]
+  account_fields[#account_fields + 1] = 'p|' .. month .. '|' .. ARGV[i + 2]
+end
+view_prefetch(account, account_fields)
+if view_get(account, 'bal') then
+  for first = 1, #ids, unpack_slice do
+    local last = math.min(first + unpack_slice - 1, #ids)
+    local scores = redis.call('ZMSCORE', KEYS[4], unpack(ids, first, last))
+    for i = first, last do
+      if scores[i - first + 1] then
+        settled_before[ids[i]] = true
+      end
+    end
+  end
+end
+
 local replies = {}
 for i = 4, #ARGV, 6 do
   replies[#replies + 1] = settle(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
 end
-if spent then
+view_commit(account)
+hdel_all(KEYS[3], legacy_released)
+for first = 1, #settled_args, unpack_slice do
+  redis.call('ZADD', KEYS[4], unpack(settled_args, first, math.min(first + unpack_slice - 1, #settled_args)))
+end
+if #watched > 0 then
+  for first = 1, #watched, unpack_slice do
+    redis.call('SADD', KEYS[7], unpack(watched, first, math.min(first + unpack_slice - 1, #watched)))
+  end
+  redis.call('PEXPIRE', KEYS[7], watch_ttl_ms)
+end
+if #spend_fields > 0 then
+  local spends = {}
+  for first = 1, #spend_fields, unpack_slice do
+    local last = math.min(first + unpack_slice - 1, #spend_fields)
+    local current = redis.call('HMGET', KEYS[2], unpack(spend_fields, first, last))
+    for i = first, last do
+      spends[#spends + 1] = spend_fields[i]
+      spends[#spends + 1] = int(tonumber(current[i - first + 1] or '0') + spend_added[spend_fields[i]])
+    end
+  end
+  hset_all(KEYS[2], spends)
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
 return replies
