@@ -17,7 +17,7 @@ import { createScratchDatabase, startGateway } from './gateway-process'
 import { chooseLoadTool, runLoadTool } from './load-tool'
 import { requestsPerSecond, totalErrors } from './load-result'
 import { processesNamed, ProcessGroup, threadCpuSeconds, threadGroups, totalCpuSeconds } from './process-group'
-import { chatBody } from './run'
+import { chatBody, flushRedis } from './run'
 import { streamedChatBody } from './ttfb'
 import { startUpstream } from './upstream-process'
 
@@ -44,6 +44,8 @@ args.forEach((arg, index) => {
 const workDir = mkdtempSync(join(tmpdir(), 'nilegate-scenario-'))
 const processes = new ProcessGroup()
 const scratch = postgresUrl ? await createScratchDatabase(postgresUrl) : null
+// The counters a run before left are not this run's: the database starts empty and is left so.
+if (redisUrl) await flushRedis(redisUrl)
 try {
   const upstream = await startUpstream(processes, workDir)
   const gateway = await startGateway({ processes, workDir, repoDir: join(import.meta.dir, '..'), upstreamBaseUrl: upstream.baseUrl, keys: keyCount, profileDir, databaseUrl: scratch?.url ?? null, redisUrl, env })
@@ -78,5 +80,6 @@ try {
 } finally {
   await processes.stopAll()
   await scratch?.drop()
+  if (redisUrl) await flushRedis(redisUrl)
   rmSync(workDir, { recursive: true, force: true })
 }
