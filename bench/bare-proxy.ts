@@ -14,7 +14,12 @@
 // error hook, and the answer returned as an object for Elysia to serialize. What it costs beyond
 // `--framework bun` is what the framework costs the gateway, before any of the gateway's own work.
 //
-//   bun bench/bare-proxy.ts --upstream http://127.0.0.1:PORT/v1 [--port 0] [--client fetch|socket] [--framework bun|elysia]
+// A streamed request (`"stream":true` in its body), with fetch and Bun.serve alone: `--events pass`
+// (the default) answers with the upstream's body as it is, what passing a stream on costs on Bun;
+// `--events relay` reads the events, parses each, sets its model and writes it again on a direct
+// stream, as the gateway must at the least to read each event (its usage) and check it.
+//
+//   bun bench/bare-proxy.ts --upstream http://127.0.0.1:PORT/v1 [--port 0] [--client fetch|socket] [--framework bun|elysia] [--events pass|relay]
 //
 // Prints `bare-proxy listening on http://127.0.0.1:PORT/v1` once it accepts connections.
 import type { Socket } from 'bun'
@@ -28,6 +33,8 @@ if (client !== 'fetch' && client !== 'socket') throw new Error(`--client must be
 const framework = argValue(Bun.argv, ['--framework']) ?? 'bun'
 if (framework !== 'bun' && framework !== 'elysia') throw new Error(`--framework must be bun or elysia, got ${framework}`)
 const port = Number(argValue(Bun.argv, ['--port']) ?? 0)
+const events = argValue(Bun.argv, ['--events']) ?? 'pass'
+if (events !== 'pass' && events !== 'relay') throw new Error(`--events must be pass or relay, got ${events}`)
 
 interface Answer {
   status: number
@@ -115,13 +122,56 @@ async function forward(body: string): Promise<{ status: number; json: unknown }>
   return { status: answer.status, json: await answer.json() }
 }
 
+const eventStreamHeaders = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }
+
+/** A streamed answer: the upstream's body passed on, or its events parsed and written again (`--events`). */
+async function forwardStream(body: string): Promise<Response> {
+  const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  if (events === 'pass' || !answer.body) return new Response(answer.body, { status: answer.status, headers: eventStreamHeaders })
+  const model = (JSON.parse(body) as { model: string }).model
+  const reader = answer.body.getReader()
+  const decoder = new TextDecoder()
+  let pending = ''
+  const source: Bun.DirectUnderlyingSource<string> = {
+    type: 'direct',
+    async pull(controller) {
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        pending += decoder.decode(value, { stream: true })
+        const parts = pending.split('\n\n')
+        pending = parts.pop()!
+        let out = ''
+        for (const part of parts) {
+          const data = part.slice('data: '.length)
+          if (data === '[DONE]') {
+            out += 'data: [DONE]\n\n'
+            continue
+          }
+          const chunk = JSON.parse(data) as { model: string }
+          chunk.model = model
+          out += `data: ${JSON.stringify(chunk)}\n\n`
+        }
+        if (out) {
+          const written = controller.write(out)
+          if (typeof written !== 'number') await written
+        }
+      }
+      controller.close()
+    },
+  }
+  return new Response(new ReadableStream(source as unknown as UnderlyingDefaultSource<string>), { status: answer.status, headers: eventStreamHeaders })
+}
+
 /** Serves with Bun.serve alone. */
 function serveBare(): number {
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port,
     async fetch(request) {
-      const answer = await forward(await request.text())
+      const body = await request.text()
+      if (client === 'fetch' && body.includes('"stream":true')) return forwardStream(body)
+      const answer = await forward(body)
       return Response.json(answer.json, { status: answer.status })
     },
   })

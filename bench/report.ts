@@ -7,8 +7,11 @@ import { metricsCostLines, type FixedRateRounds } from './metrics-cost'
 
 /** One throughput scenario: measured, failed before measuring, or skipped. */
 export interface ScenarioOutcome {
-  /** (a) to (e) and (j) non-streamed chat; (f) to (h) streamed, measured against (f); (i) is (b) with METRICS=off. */
-  id: 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j'
+  /**
+   * (a) to (e) and (j) non-streamed chat; (f) to (h), (k) and (l) streamed, measured against (f);
+   * (i) is (b) with METRICS=off.
+   */
+  id: 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l'
   label: string
   result: LoadResult | null
   /** Why it was not measured: the gateway is missing, or the check request failed. */
@@ -75,7 +78,7 @@ function roundsCell(scenario: ScenarioOutcome): string {
 
 /** Whether a scenario streams: measured against (f), direct streams, rather than (a). */
 export function isStreamed(id: ScenarioOutcome['id']): boolean {
-  return id === 'f' || id === 'g' || id === 'h'
+  return id === 'f' || id === 'g' || id === 'h' || id === 'k' || id === 'l'
 }
 
 function throughputTable(report: BenchReport): string[] {
@@ -106,7 +109,7 @@ function threadTable(report: BenchReport): string[] {
   const rows = report.scenarios.filter((scenario) => scenario.id !== 'a' && scenario.id !== 'f' && scenario.result && scenario.cpuUsPerRequest)
   if (rows.length === 0) return []
   return [
-    `CPU of the gateway (in (d), (e) and (j) the bare proxy) per request (in (g) and (h) per stream), by thread, in microseconds (from /proc, the median round):`,
+    `CPU of the gateway (in (d), (e), (j), (k) and (l) the bare proxy) per request (in (g), (h), (k) and (l) per stream), by thread, in microseconds (from /proc, the median round):`,
     '',
     `| scenario | ${threadGroups.join(' | ')} | total |`,
     `|---|${threadGroups.map(() => '---:').join('|')}|---:|`,
@@ -145,7 +148,7 @@ function machineTable(report: BenchReport): string[] {
   const servers = [...new Set(rows.flatMap((scenario) => Object.keys(scenario.serverUsPerRequest ?? {})))]
   const cell = (value: number | null | undefined) => (value === null || value === undefined ? '-' : value.toFixed(1))
   return [
-    `The machine's time per request (in (f) to (h) per stream), in microseconds of CPU (the median round): the gateway (in (d) and (e) the bare proxy), ` +
+    `The machine's time per request (in (f) to (h), (k) and (l) per stream), in microseconds of CPU (the median round): the gateway (in (d), (e), (j), (k) and (l) the bare proxy), ` +
       `the upstream, the load tool${servers.map((name) => `, ${name}`).join('')}, the cores' idle time, the rest (the kernel's own threads, ` +
       `other processes), and all of it (cores x wall time over requests):`,
     '',
@@ -185,6 +188,15 @@ function usPerRequest(scenario: ScenarioOutcome): number | null {
   return scenario.cpuUsPerRequest ? threadGroups.reduce((sum, group) => sum + scenario.cpuUsPerRequest![group], 0) : null
 }
 
+/** The bare proxy's main thread a stream in (k) and (l), for beside (g)'s; empty when not measured. */
+function bareStreamMain(report: BenchReport): string {
+  const parts = (['k', 'l'] as const).flatMap((id) => {
+    const main = report.scenarios.find((scenario) => scenario.id === id)?.cpuUsPerRequest?.main
+    return main === undefined ? [] : [`(${id}) ${main.toFixed(1)} us`]
+  })
+  return parts.length > 0 ? ` (the bare proxy's: ${parts.join(', ')})` : ''
+}
+
 /** Targets met or missed, one line each; empty when the gateway was not measured. */
 export function checkTargets(report: BenchReport): string[] {
   const bare = report.scenarios.find((scenario) => scenario.id === 'd')
@@ -212,7 +224,7 @@ export function checkTargets(report: BenchReport): string[] {
   const streamed = report.scenarios.find((scenario) => scenario.id === 'g')
   if (streamed?.result && streamed.cpuUsPerRequest) {
     const mainUs = streamed.cpuUsPerRequest.main
-    lines.push(`- (g) the main thread's CPU a stream (19 events) <= ${targets.maxStreamMainUs} us: ${mainUs.toFixed(1)} us, ${mark(mainUs <= targets.maxStreamMainUs)}`)
+    lines.push(`- (g) the main thread's CPU a stream (19 events) <= ${targets.maxStreamMainUs} us: ${mainUs.toFixed(1)} us, ${mark(mainUs <= targets.maxStreamMainUs)}${bareStreamMain(report)}`)
   }
   const byId = (id: ScenarioOutcome['id']) => report.scenarios.find((scenario) => scenario.id === id)?.result ?? null
   for (const id of ['b', 'c'] as const) {
@@ -250,13 +262,13 @@ export function renderReport(report: BenchReport): string {
     `- bun ${machine.bunVersion}; load tool: ${report.tool.description}` + (report.tool.name === 'wrk' ? `, ${settings.threads} thread(s)` : ''),
     `- each scenario: ${settings.connections} keep-alive connections for ${settings.durationS} s after a warm-up, ` +
       (settings.rounds > 1 ? `${settings.rounds} rounds taken in turns (the median round is shown, the range of req/s in brackets), ` : '') +
-      `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn; (f) to (h) the same chat streamed ` +
+      `non-streamed chat with max_tokens 16 (16 completion tokens), ${settings.keys} API key(s) in turn; (f) to (h), (k) and (l) the same chat streamed ` +
       `with stream_options.include_usage (19 events a stream), "vs direct" against (f) instead of (a); (i) is (b) on a second gateway started with METRICS=off, ` +
       `measured beside (b) (the two swap places every other round), for the cost of recording metrics; each scenario starts once the gateways are idle`,
     '- everything on 127.0.0.1, load tool, gateway and upstream sharing the cores',
     `- errors: socket errors and timeouts (2 s), plus answers ${report.tool.name === 'wrk' ? '>= 400' : 'outside 2xx'}; ` +
       'each scenario starts with one checked request (200, a chat.completion with 16 completion tokens; streamed, chunks ending in a usage chunk of 16 tokens and [DONE])',
-    '- CPU: share of one core used by the process while the scenario ran, in brackets by its main thread alone, which serves every request (from /proc); in (d), (e) and (j) the gateway column is the bare proxy',
+    '- CPU: share of one core used by the process while the scenario ran, in brackets by its main thread alone, which serves every request (from /proc); in (d), (e), (j), (k) and (l) the gateway column is the bare proxy',
     '',
     errors > 0 ? `**FLAGGED: ${errors} failed request(s) or check(s) in this run; the numbers below are not clean.**\n` : '',
     ...throughputTable(report),

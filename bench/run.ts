@@ -254,6 +254,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   const bareProxy = await startBareProxy(processes, workDir, upstream.baseUrl)
   const socketProxy = await startBareProxy(processes, workDir, upstream.baseUrl, 'socket')
   const elysiaProxy = await startBareProxy(processes, workDir, upstream.baseUrl, 'fetch', 'elysia')
+  const relayProxy = await startBareProxy(processes, workDir, upstream.baseUrl, 'fetch', 'bun', 'relay')
 
   let gateway: RunningGateway | null = null
   let metricsOffGateway: RunningGateway | null = null
@@ -320,6 +321,9 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
     scenarios.push({ id: 'g', label: gatewayScenarios.g, bodyFile: files.streamedViaUpstream, ...viaGateway })
     scenarios.push({ id: 'h', label: gatewayScenarios.h, bodyFile: files.streamedViaSimulator, ...viaGateway })
   }
+  // What streaming costs on Bun before any of the gateway's work, for (g)'s main thread.
+  scenarios.push({ id: 'k', label: 'streamed, bare Bun proxy passing the upstream\'s body on', url: `${bareProxy.baseUrl}/chat/completions`, bodyFile: files.streamedDirect, keysFile: null, firstKey: null, pid: bareProxy.pid, usesNoServer: true })
+  scenarios.push({ id: 'l', label: 'streamed, bare Bun proxy parsing each event and writing it again', url: `${relayProxy.baseUrl}/chat/completions`, bodyFile: files.streamedDirect, keysFile: null, firstKey: null, pid: relayProxy.pid, usesNoServer: true })
 
   const outcomes: ScenarioOutcome[] = []
   const pids = { gateway: gateway?.pid ?? null, upstream: upstream.pid, servers: localServers(options) }
@@ -327,7 +331,7 @@ async function main(options: Options, processes: ProcessGroup, workDir: string, 
   let deadServer: string | null = null
   const checkServers = async (when: string) => {
     if (deadServer) return
-    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await socketProxy.exitReport()) ?? (await elysiaProxy.exitReport()) ?? (await gateway?.exitReport()) ?? (await metricsOffGateway?.exitReport()) ?? null
+    deadServer = (await upstream.exitReport()) ?? (await bareProxy.exitReport()) ?? (await socketProxy.exitReport()) ?? (await elysiaProxy.exitReport()) ?? (await relayProxy.exitReport()) ?? (await gateway?.exitReport()) ?? (await metricsOffGateway?.exitReport()) ?? null
     if (deadServer) {
       console.error(deadServer)
       notes.push(`${when} ${deadServer.replaceAll('|', '/')}`)

@@ -30,10 +30,10 @@ export async function startUpstream(processes: ProcessGroup, workDir: string, pa
 }
 
 /** Starts bench/bare-proxy.ts in front of `upstreamBaseUrl`, on a free port, with its `--client`. */
-export async function startBareProxy(processes: ProcessGroup, workDir: string, upstreamBaseUrl: string, client: 'fetch' | 'socket' = 'fetch', framework: 'bun' | 'elysia' = 'bun'): Promise<RunningUpstream> {
-  const name = `${framework}-${client}`
+export async function startBareProxy(processes: ProcessGroup, workDir: string, upstreamBaseUrl: string, client: 'fetch' | 'socket' = 'fetch', framework: 'bun' | 'elysia' = 'bun', events: 'pass' | 'relay' = 'pass'): Promise<RunningUpstream> {
+  const name = `${framework}-${client}${events === 'relay' ? '-relay' : ''}`
   const logPath = join(workDir, `bare-proxy-${name}.log`)
-  const child = processes.spawn(['bun', join(import.meta.dir, 'bare-proxy.ts'), '--upstream', upstreamBaseUrl, '--client', client, '--framework', framework], { env: { ...Bun.env } as Record<string, string>, logPath })
+  const child = processes.spawn(['bun', join(import.meta.dir, 'bare-proxy.ts'), '--upstream', upstreamBaseUrl, '--client', client, '--framework', framework, '--events', events], { env: { ...Bun.env } as Record<string, string>, logPath })
   const [, baseUrl] = await waitForLogLine(logPath, /listening on (http:\/\/\S+\/v1)/, child, 15_000)
   return { baseUrl: baseUrl!, pid: child.pid, exitReport: () => describeExit(`the bare proxy (${name})`, child, logPath) }
 }
