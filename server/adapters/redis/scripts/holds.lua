@@ -36,15 +36,24 @@ local function smallest_argv(first, step)
   return smallest
 end
 
--- Adds a settled request id to the reconciler's watch set while the watch (the account's 'watch'
--- field, or nil) runs at `now_ms`.
-local function record_watched(watch_key, watch, request_id, now_ms)
+-- When the reconciler's watch (the account's 'watch' field, or nil) runs at `now_ms`: the ms its
+-- set of ids must live from then on. Otherwise nil.
+local function watch_set_ttl(watch, now_ms)
   if watch then
     local until_ms = tonumber(string.match(watch, '^(%d+)|'))
     if until_ms > tonumber(now_ms) then
-      redis.call('SADD', watch_key, request_id)
-      redis.call('PEXPIRE', watch_key, until_ms - tonumber(now_ms) + 60000)
+      return until_ms - tonumber(now_ms) + 60000
     end
+  end
+  return nil
+end
+
+-- Adds a settled request id to the reconciler's watch set while the watch runs at `now_ms`.
+local function record_watched(watch_key, watch, request_id, now_ms)
+  local ttl_ms = watch_set_ttl(watch, now_ms)
+  if ttl_ms then
+    redis.call('SADD', watch_key, request_id)
+    redis.call('PEXPIRE', watch_key, ttl_ms)
   end
 end
 

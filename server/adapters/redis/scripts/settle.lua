@@ -52,13 +52,10 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
   settled_now[request_id] = true
   settled_args[#settled_args + 1] = forget_at_ms
   settled_args[#settled_args + 1] = request_id
-  local watch = view_get(account, 'watch')
-  if watch then
-    local until_ms = tonumber(string.match(watch, '^(%d+)|'))
-    if until_ms > tonumber(now_ms) then
-      watched[#watched + 1] = request_id
-      watch_ttl_ms = math.max(watch_ttl_ms, until_ms - tonumber(now_ms) + 60000)
-    end
+  local ttl_ms = watch_set_ttl(view_get(account, 'watch'), now_ms)
+  if ttl_ms then
+    watched[#watched + 1] = request_id
+    watch_ttl_ms = math.max(watch_ttl_ms, ttl_ms)
   end
 
   local cost = tonumber(cost_text)
