@@ -2,9 +2,7 @@ import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs
 import { join, resolve } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
-import { PGlite } from '@electric-sql/pglite'
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import type { PGlite } from '@electric-sql/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
@@ -140,6 +138,9 @@ export function hasEmbeddedDatabase(dataDir: string): boolean {
 }
 
 async function openPglite(dataDir: string): Promise<EmbeddedDatabase> {
+  // Loaded only here: a gateway on Postgres, and the main thread of an embedded one (PGlite runs
+  // in the database worker), keep PGlite's code out of their memory.
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite'), import('drizzle-orm/pglite/migrator')])
   const directory = pgliteDirectory(dataDir)
   mkdirSync(directory, { recursive: true, mode: 0o700 })
   const client = new PGlite(directory, { postgresqlconf: pgliteSettings })

@@ -1,4 +1,4 @@
-import { types, type PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
 import { eq, sql } from 'drizzle-orm'
 import type { ApiKeyIdentity, IdentityStore } from '../../core/ports'
 import type { Drizzle } from './drizzle'
@@ -34,9 +34,11 @@ const pgliteStatementName = 'pglite_find_api_key_by_hash'
 // What every key's hash looks like (hashApiKey in api-keys.ts): the only text put into a statement.
 const hashPattern = /^[0-9a-f]{64}$/
 
-// Timestamps as the text Postgres sends, for the columns' own decoding, as drizzle's PGlite driver does.
+// Timestamps as the text Postgres sends, for the columns' own decoding, as drizzle's PGlite driver
+// does. By their type OIDs (pg_type: timestamp, timestamptz, interval, date), which PGlite's `types`
+// names: importing PGlite for them would load it where it does not run (see openPglite).
 const asText = (value: string) => value
-const driverParsers = { [types.TIMESTAMP]: asText, [types.TIMESTAMPTZ]: asText, [types.INTERVAL]: asText, [types.DATE]: asText }
+const driverParsers = { 1114: asText, 1184: asText, 1186: asText, 1082: asText }
 
 /**
  * API key lookups for authentication: one indexed query joining the key with its organization and
