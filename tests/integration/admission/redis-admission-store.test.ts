@@ -290,6 +290,8 @@ describe('RedisAdmissionStore on a live Redis', () => {
     let snapshot = (await store!.snapshot(orgId, '202501'))!
     expect([snapshot.heldMicros, snapshot.reservations]).toEqual([0n, []])
     expect(await client.zCard(key('k:key_a:win'))).toBe(1)
+    // It expires with its window all the same.
+    expect(await client.pTTL(key('k:key_a:win'))).toBeGreaterThan(0)
 
     // The second settlement's hold record is unreadable: the first is not settled either.
     const [third, fourth] = [admitRequest({ orgId, keyId: 'key_c' }), admitRequest({ orgId })]

@@ -26,8 +26,9 @@ local month, window_ms, release_limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARG
 local hold_floor
 -- The account and the month's spends, read once for the run and written once at its end.
 local account, spends = open_view(KEYS[1]), open_view(KEYS[2])
--- The windows that got an entry: their expiry is pushed out once, at the end.
-local windows_added = {}
+-- The windows that got an entry in this run: their expiry is pushed out once, at the first entry
+-- (a later PEXPIRE of the same run would move it by the script's run time at most).
+local windows_expiring = {}
 
 local function admit(request_id, key_id, project_id, now_text, limit_text, worst_text, key_cap, project_cap, expiry_text, window_key)
   local now = tonumber(now_text)
@@ -71,7 +72,10 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
   end
 
   redis.call('ZADD', window_key, now_text, request_id)
-  windows_added[#windows_added + 1] = window_key
+  if not windows_expiring[window_key] then
+    windows_expiring[window_key] = true
+    redis.call('PEXPIRE', window_key, ARGV[2])
+  end
   view_set(account, hold_field, worst_text .. '|' .. month .. '|' .. key_id .. '|' .. project_id .. '|' .. expiry_text)
   local expiry = tonumber(expiry_text)
   if expiry < hold_floor then
@@ -121,11 +125,4 @@ for i = 4, #ARGV, 10 do
   replies[#replies + 1] = admit(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], KEYS[tonumber(ARGV[i + 9])])
 end
 view_commit(account)
-local expired = {}
-for _, window_key in ipairs(windows_added) do
-  if not expired[window_key] then
-    expired[window_key] = true
-    redis.call('PEXPIRE', window_key, ARGV[2])
-  end
-end
 return replies
