@@ -75,18 +75,30 @@ end
 -- Lua's unpack gives at most some thousands of values: bulk writes go in slices of this many.
 local unpack_slice = 1000
 
--- HSET of `fields` (name, value pairs) on `key`, in slices that unpack can give.
-local function hset_all(key, fields)
-  for first = 1, #fields, unpack_slice do
-    redis.call('HSET', key, unpack(fields, first, math.min(first + unpack_slice - 1, #fields)))
+-- Runs `command` on `key` with `values` after it, in slices that unpack can give (an even size, so
+-- name, value pairs stay whole). Returns the slices' replies joined, for a command that answers a
+-- list (one entry per value: HMGET, ZMSCORE).
+local function call_sliced(command, key, values)
+  local replies = {}
+  for first = 1, #values, unpack_slice do
+    local reply = redis.call(command, key, unpack(values, first, math.min(first + unpack_slice - 1, #values)))
+    if type(reply) == 'table' then
+      for i = 1, #reply do
+        replies[#replies + 1] = reply[i]
+      end
+    end
   end
+  return replies
 end
 
--- HDEL of `names` on `key`, in slices that unpack can give.
+-- HSET of `fields` (name, value pairs) on `key`.
+local function hset_all(key, fields)
+  call_sliced('HSET', key, fields)
+end
+
+-- HDEL of `names` on `key`.
 local function hdel_all(key, names)
-  for first = 1, #names, unpack_slice do
-    redis.call('HDEL', key, unpack(names, first, math.min(first + unpack_slice - 1, #names)))
-  end
+  call_sliced('HDEL', key, names)
 end
 
 -- A write-back view of one hash for the length of a script run: each field is read from Redis at
@@ -109,12 +121,9 @@ local function view_prefetch(view, fields)
       missing[#missing + 1] = field
     end
   end
-  for first = 1, #missing, unpack_slice do
-    local last = math.min(first + unpack_slice - 1, #missing)
-    local values = redis.call('HMGET', view.key, unpack(missing, first, last))
-    for i = first, last do
-      view.values[missing[i]] = values[i - first + 1] or false
-    end
+  local values = call_sliced('HMGET', view.key, missing)
+  for i = 1, #missing do
+    view.values[missing[i]] = values[i] or false
   end
 end
 

@@ -23,8 +23,19 @@
 local month = ARGV[1]
 -- The account, read once for the run and written once at its end (holds.lua's views).
 local account = open_view(KEYS[1])
--- What the run adds to the month's spends, by field, in the order first added.
+-- What the run adds to the month's spends, by field ('k|<keyId>', 'p|<projectId>'), summed as
+-- numbers and written once at its end; and those fields in the order first added.
 local spend_added, spend_fields = {}, {}
+
+-- Adds `cost` to the month's spend `field` at the end of the run.
+local function add_spend(field, cost)
+  local added = spend_added[field]
+  if not added then
+    spend_fields[#spend_fields + 1] = field
+    added = 0
+  end
+  spend_added[field] = added + cost
+end
 -- The ids this run settles, with the ms each is forgotten, for one ZADD at the end; and those the
 -- settled set already held, from one ZMSCORE at the start.
 local settled_now, settled_args, settled_before = {}, {}, {}
@@ -80,12 +91,8 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
     view_set(account, 'bal', int(tonumber(balance_text) - cost))
   end
   if cost_text ~= '0' then
-    for _, field in ipairs({'k|' .. key_id, 'p|' .. project_id}) do
-      if not spend_added[field] then
-        spend_fields[#spend_fields + 1] = field
-      end
-      spend_added[field] = (spend_added[field] or 0) + cost
-    end
+    add_spend('k|' .. key_id, cost)
+    add_spend('p|' .. project_id, cost)
   end
   if released then
     return {'settled', int(released)}
@@ -111,13 +118,10 @@ for i = 4, #ARGV, 6 do
 end
 view_prefetch(account, account_fields)
 if view_get(account, 'bal') then
-  for first = 1, #ids, unpack_slice do
-    local last = math.min(first + unpack_slice - 1, #ids)
-    local scores = redis.call('ZMSCORE', KEYS[4], unpack(ids, first, last))
-    for i = first, last do
-      if scores[i - first + 1] then
-        settled_before[ids[i]] = true
-      end
+  local scores = call_sliced('ZMSCORE', KEYS[4], ids)
+  for i = 1, #ids do
+    if scores[i] then
+      settled_before[ids[i]] = true
     end
   end
 end
@@ -128,24 +132,16 @@ for i = 4, #ARGV, 6 do
 end
 view_commit(account)
 hdel_all(KEYS[3], legacy_released)
-for first = 1, #settled_args, unpack_slice do
-  redis.call('ZADD', KEYS[4], unpack(settled_args, first, math.min(first + unpack_slice - 1, #settled_args)))
-end
+call_sliced('ZADD', KEYS[4], settled_args)
 if #watched > 0 then
-  for first = 1, #watched, unpack_slice do
-    redis.call('SADD', KEYS[7], unpack(watched, first, math.min(first + unpack_slice - 1, #watched)))
-  end
+  call_sliced('SADD', KEYS[7], watched)
   redis.call('PEXPIRE', KEYS[7], watch_ttl_ms)
 end
 if #spend_fields > 0 then
-  local spends = {}
-  for first = 1, #spend_fields, unpack_slice do
-    local last = math.min(first + unpack_slice - 1, #spend_fields)
-    local current = redis.call('HMGET', KEYS[2], unpack(spend_fields, first, last))
-    for i = first, last do
-      spends[#spends + 1] = spend_fields[i]
-      spends[#spends + 1] = int(tonumber(current[i - first + 1] or '0') + spend_added[spend_fields[i]])
-    end
+  local current, spends = call_sliced('HMGET', KEYS[2], spend_fields), {}
+  for i, field in ipairs(spend_fields) do
+    spends[#spends + 1] = field
+    spends[#spends + 1] = int(tonumber(current[i] or '0') + spend_added[field])
   end
   hset_all(KEYS[2], spends)
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
