@@ -15,15 +15,8 @@ import { Settlements } from './core/settlements'
 import { UsageRecorder } from './core/usage-recorder'
 import { InProcessAdmissionStore } from './adapters/in-process/admission-store'
 import { OutboxMailer } from './adapters/mail/outbox-mailer'
-import { smtpTransport } from './adapters/mail/smtp-transport'
 import { createProviderRegistry } from './adapters/providers'
 import { probeDeployment } from './adapters/providers/probe-deployment'
-import { waitForRedis } from './adapters/redis/client'
-import { connectRedis } from './adapters/redis/connect-redis'
-import { RedisAdmissionStore } from './adapters/redis/admission-store'
-import { RedisChangeBus } from './adapters/redis/change-bus'
-import { RedisLoginLimiter } from './adapters/redis/login-limiter'
-import { redisPassLease } from './adapters/redis/pass-lease'
 import { PostgresChangeBus } from './adapters/postgres/change-bus'
 import { openDatabase, type GatewayDatabase } from './adapters/postgres/database'
 import { openDatabaseInWorker } from './adapters/postgres/worker-database'
@@ -111,11 +104,13 @@ const instanceLock = embedded
     )
 const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs, maxPending: config.usageMaxPending, log: logAt(events('usage'), 'warn') })
 metrics?.watchUsage(usage)
-const redis = config.redisUrl ? await startUp('reading REDIS_URL', () => connectRedis(config.redisUrl!, { log: logAt(events('redis'), 'warn') })) : null
+// Redis's client is loaded only when there is a Redis (instance.ts says why).
+const redisParts = config.redisUrl ? await import('./adapters/redis/instance') : null
+const redis = redisParts ? await startUp('reading REDIS_URL', () => redisParts.connectRedis(config.redisUrl!, { log: logAt(events('redis'), 'warn') })) : null
 async function openAdmissionStore() {
-  if (!redis) return new InProcessAdmissionStore()
-  await waitForRedis(redis, 10_000)
-  const store = new RedisAdmissionStore(redis)
+  if (!redisParts || !redis) return new InProcessAdmissionStore()
+  await redisParts.waitForRedis(redis, 10_000)
+  const store = new redisParts.RedisAdmissionStore(redis)
   await store.loadScripts()
   return store
 }
@@ -128,7 +123,7 @@ const lateUsage = redis ? new LateUsageFollowUp(admission, database.ledger, { lo
 // one; Postgres announces changes too (its triggers), those made by hand in SQL included. The
 // embedded database has one process, which makes every change.
 const changesLog = logAt(events('changes'), 'warn')
-const redisChanges = redis ? new RedisChangeBus(redis, { log: changesLog }) : null
+const redisChanges = redisParts && redis ? new redisParts.RedisChangeBus(redis, { log: changesLog }) : null
 const databaseChanges = config.databaseUrl !== null ? new PostgresChangeBus(config.databaseUrl, { log: changesLog }) : null
 const changes =
   redisChanges && databaseChanges ? new JoinedChangeBus(redisChanges, databaseChanges) : (redisChanges ?? databaseChanges ?? new LocalChangeBus({ soleWriter: true }))
@@ -162,12 +157,13 @@ const reconciler =
     ? new PeriodicReconciler(admission, database.ledger, () => database.listBillingAccounts(), {
         intervalMs: config.reconcileIntervalS * 1000,
         log: logAt(events('reconcile'), 'warn'),
-        claimPass: redis ? redisPassLease(redis, 'nilegate:reconcile:lease') : undefined,
+        claimPass: redisParts && redis ? redisParts.redisPassLease(redis, 'nilegate:reconcile:lease') : undefined,
       })
     : null
 reconciler?.start()
 // Mail is kept in the outbox table; delivered over SMTP when configured, printed otherwise.
-const smtp = config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : null
+// Its SMTP client (about 3 MiB resident) is loaded only when there is an SMTP server to send to.
+const smtp = config.smtpUrl ? (await import('./adapters/mail/smtp-transport')).smtpTransport(config.smtpUrl, config.mailFrom) : null
 const mailer = new OutboxMailer(database.governance.accounts, smtp, print)
 // The outbox keeps no tokens; mail kept by earlier versions loses the ones it holds.
 await database.governance.accounts.redactOutboxTokens()
@@ -209,7 +205,7 @@ const app = buildApp({
     // A database that stops answering gets the dashboard a 503 after 30 s, not a wait without end.
     governance: governanceWithDeadline(database.governance, managementDatabaseTimeoutMs),
     // Login guards hold across instances when they share Redis; otherwise each instance keeps its own.
-    loginLimiter: redis ? new RedisLoginLimiter(redis) : new InProcessLoginLimiter(),
+    loginLimiter: redisParts && redis ? new redisParts.RedisLoginLimiter(redis) : new InProcessLoginLimiter(),
     trustedProxies,
     changes,
     mailer,
