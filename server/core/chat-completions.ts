@@ -8,9 +8,10 @@ import type { ChatChunkIterator } from './ports'
 
 /**
  * What a stream sends next: chunks (those that arrived from the upstream together), or a failure
- * after the stream began.
+ * after the stream began. `last` marks the chunks after which the stream ends: they and its end
+ * leave in one write.
  */
-export type ChatStreamEvent = { chunks: ChatCompletionChunk[]; error?: undefined } | { error: GatewayError; chunks?: undefined }
+export type ChatStreamEvent = { chunks: ChatCompletionChunk[]; last?: boolean; error?: undefined } | { error: GatewayError; chunks?: undefined; last?: undefined }
 
 /** Resolves the model, checks max_tokens, and admits the request at the most it can cost. */
 async function openCall(deps: InferenceDeps, body: ChatCompletionRequest, request: InferenceRequest): Promise<InferenceCall> {
@@ -72,6 +73,8 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
     let lastChunk: ChatCompletionChunk | null = null
     let failure: GatewayError | null = null
     let usage: Usage | null = null
+    // The chunks that arrived with the upstream's end, sent with the end of the stream.
+    let tail: ChatCompletionChunk[] = []
     try {
       for (let result = first; !result.done; result = await upstream.next()) {
         // This chunk and those that arrived with it (`ready()`), relayed together.
@@ -93,9 +96,12 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
           chunks[kept++] = chunk
         }
         chunks.length = kept
-        if (kept === 0) continue
-        lastChunk = chunks.at(-1)!
-        yield { chunks }
+        if (kept > 0) lastChunk = chunks.at(-1)!
+        if (upstream.ended?.()) {
+          tail = chunks
+          break
+        }
+        if (kept > 0) yield { chunks }
       }
     } catch (error) {
       if (!call.clientGone) failure = request.streamError = asGatewayError(error)
@@ -111,8 +117,9 @@ export async function openChatStream(deps: InferenceDeps, body: ChatCompletionRe
       return
     }
     if (includeUsage && lastChunk && usage) {
-      yield { chunks: [{ id: lastChunk.id, object: 'chat.completion.chunk', created: lastChunk.created, model: call.model.id, choices: [], usage }] }
+      tail.push({ id: lastChunk.id, object: 'chat.completion.chunk', created: lastChunk.created, model: call.model.id, choices: [], usage })
     }
+    if (tail.length > 0) yield { chunks: tail, last: true }
   }
   return relay()
 }

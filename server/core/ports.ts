@@ -54,6 +54,11 @@ export interface ChatChunkIterator extends AsyncIterator<ChatCompletionChunk> {
    * together.
    */
   ready?(): ChatCompletionChunk[]
+  /**
+   * Whether the stream is over: its end arrived and every chunk before it was handed out, so
+   * `next()` would answer done. The chunks in hand then go out with the end of the stream.
+   */
+  ended?(): boolean
 }
 
 /** A known API key and what it may do; what the hot path needs, cached in process. */

@@ -55,9 +55,17 @@ export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, heade
         controller.close()
         return
       }
+      const text = next.value.error ? event(next.value.error.toBody()) : next.value.chunks.map(event).join('')
+      if (next.value.last) {
+        end()
+        controller.write(text + done)
+        controller.close()
+        await events.return()
+        return
+      }
       // A client slower than the upstream makes the write wait: the upstream is then read no
       // faster than the client takes what it sent.
-      const written = controller.write(next.value.error ? event(next.value.error.toBody()) : next.value.chunks.map(event).join(''))
+      const written = controller.write(text)
       if (typeof written !== 'number') await written
     }
   }

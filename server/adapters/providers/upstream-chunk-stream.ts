@@ -84,6 +84,10 @@ export class UpstreamChunkStream implements AsyncIterableIterator<ChatCompletion
     return chunks
   }
 
+  ended(): boolean {
+    return this.state === 'ended' && this.head >= this.queue.length
+  }
+
   async return(): Promise<IteratorResult<ChatCompletionChunk, undefined>> {
     if (this.state === 'open') {
       this.state = 'returned'

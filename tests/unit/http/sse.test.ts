@@ -56,3 +56,26 @@ test('a body cancelled before anything read it still ends the events, and calls 
 
   expect({ finished, cancelled, ended }).toEqual({ finished: true, cancelled: 1, ended: 1 })
 })
+
+test('the last chunks and [DONE] leave in one write, and the events are finished', async () => {
+  let finished = false
+  async function* stream(): AsyncGenerator<ChatStreamEvent, void> {
+    try {
+      yield { chunks: [chunk] }
+      yield { chunks: [chunk, chunk], last: true }
+      yield { chunks: [chunk] }
+    } finally {
+      finished = true
+    }
+  }
+  let ended = 0
+
+  const reads: string[] = []
+  const decoder = new TextDecoder()
+  for await (const bytes of sseResponse(stream(), {}, () => {}, () => ended++).body!) reads.push(decoder.decode(bytes))
+
+  const event = `data: ${JSON.stringify(chunk)}\n\n`
+  expect(reads.join('')).toBe(`${event}${event}${event}data: [DONE]\n\n`)
+  expect(reads.at(-1)).toEndWith(`${event}${event}data: [DONE]\n\n`)
+  expect({ finished, ended }).toEqual({ finished: true, ended: 1 })
+})
