@@ -72,7 +72,8 @@ test('the last chunks and [DONE] leave in one write, and the events are finished
 
   const reads: string[] = []
   const decoder = new TextDecoder()
-  for await (const bytes of sseResponse(stream(), {}, () => {}, () => ended++).body!) reads.push(decoder.decode(bytes))
+  const reader = sseResponse(stream(), {}, () => {}, () => ended++).body!.getReader()
+  for (let read = await reader.read(); !read.done; read = await reader.read()) reads.push(decoder.decode(read.value))
 
   const event = `data: ${JSON.stringify(chunk)}\n\n`
   expect(reads.join('')).toBe(`${event}${event}${event}data: [DONE]\n\n`)
