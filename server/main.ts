@@ -104,13 +104,13 @@ const instanceLock = embedded
     )
 const usage = new UsageRecorder(database.usage, { flushMs: config.usageFlushMs, maxPending: config.usageMaxPending, log: logAt(events('usage'), 'warn') })
 metrics?.watchUsage(usage)
-// Redis's client is loaded only when there is a Redis (instance.ts says why).
+// Redis's parts and its client, loaded only when there is a Redis (instance.ts says why).
 const redisParts = config.redisUrl ? await import('./adapters/redis/instance') : null
-const redis = redisParts ? await startUp('reading REDIS_URL', () => redisParts.connectRedis(config.redisUrl!, { log: logAt(events('redis'), 'warn') })) : null
+const redis = redisParts ? { ...redisParts, client: await startUp('reading REDIS_URL', () => redisParts.connectRedis(config.redisUrl!, { log: logAt(events('redis'), 'warn') })) } : null
 async function openAdmissionStore() {
-  if (!redisParts || !redis) return new InProcessAdmissionStore()
-  await redisParts.waitForRedis(redis, 10_000)
-  const store = new redisParts.RedisAdmissionStore(redis)
+  if (!redis) return new InProcessAdmissionStore()
+  await redis.waitForRedis(redis.client, 10_000)
+  const store = new redis.RedisAdmissionStore(redis.client)
   await store.loadScripts()
   return store
 }
@@ -123,7 +123,7 @@ const lateUsage = redis ? new LateUsageFollowUp(admission, database.ledger, { lo
 // one; Postgres announces changes too (its triggers), those made by hand in SQL included. The
 // embedded database has one process, which makes every change.
 const changesLog = logAt(events('changes'), 'warn')
-const redisChanges = redisParts && redis ? new redisParts.RedisChangeBus(redis, { log: changesLog }) : null
+const redisChanges = redis ? new redis.RedisChangeBus(redis.client, { log: changesLog }) : null
 const databaseChanges = config.databaseUrl !== null ? new PostgresChangeBus(config.databaseUrl, { log: changesLog }) : null
 const changes =
   redisChanges && databaseChanges ? new JoinedChangeBus(redisChanges, databaseChanges) : (redisChanges ?? databaseChanges ?? new LocalChangeBus({ soleWriter: true }))
@@ -157,7 +157,7 @@ const reconciler =
     ? new PeriodicReconciler(admission, database.ledger, () => database.listBillingAccounts(), {
         intervalMs: config.reconcileIntervalS * 1000,
         log: logAt(events('reconcile'), 'warn'),
-        claimPass: redisParts && redis ? redisParts.redisPassLease(redis, 'nilegate:reconcile:lease') : undefined,
+        claimPass: redis ? redis.redisPassLease(redis.client, 'nilegate:reconcile:lease') : undefined,
       })
     : null
 reconciler?.start()
@@ -171,7 +171,7 @@ await database.governance.accounts.redactOutboxTokens()
 const readinessLog = events('readiness')
 const readiness = new Readiness({
   database: () => database.hasOrganizations(),
-  redis: redis ? () => redis.ping() : undefined,
+  redis: redis ? () => redis.client.ping() : undefined,
   deployments: () => hasServingDeployment(catalog, router),
   onChange(report, errors) {
     if (report.ready) readinessLog.info({ checks: report.checks }, 'ready')
@@ -205,7 +205,7 @@ const app = buildApp({
     // A database that stops answering gets the dashboard a 503 after 30 s, not a wait without end.
     governance: governanceWithDeadline(database.governance, managementDatabaseTimeoutMs),
     // Login guards hold across instances when they share Redis; otherwise each instance keeps its own.
-    loginLimiter: redisParts && redis ? new redisParts.RedisLoginLimiter(redis) : new InProcessLoginLimiter(),
+    loginLimiter: redis ? new redis.RedisLoginLimiter(redis.client) : new InProcessLoginLimiter(),
     trustedProxies,
     changes,
     mailer,
@@ -278,7 +278,7 @@ async function shutdown(signal: string, exitCode = 0): Promise<void> {
   await lateUsage?.stop()
   redisChanges?.close()
   databaseChanges?.close()
-  await redis?.close()
+  await redis?.client.close()
   await database.close()
   await instanceLock?.release()
   lock?.release()

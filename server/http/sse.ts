@@ -49,18 +49,13 @@ export function sseResponse(events: AsyncGenerator<ChatStreamEvent, void>, heade
         next = { done: true, value: undefined }
       }
       if (ended) return
-      if (next.done) {
-        end()
-        controller.write(done)
-        controller.close()
-        return
-      }
-      const text = next.value.error ? event(next.value.error.toBody()) : next.value.chunks.map(event).join('')
-      if (next.value.last) {
+      const text = next.done ? '' : next.value.error ? event(next.value.error.toBody()) : next.value.chunks.map(event).join('')
+      // The events are over, or these are their last chunks: they leave with the end, in one write.
+      if (next.done || next.value.last) {
         end()
         controller.write(text + done)
         controller.close()
-        await events.return()
+        if (!next.done) await events.return()
         return
       }
       // A client slower than the upstream makes the write wait: the upstream is then read no
