@@ -34,8 +34,7 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
   local now = tonumber(now_text)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
   local hold_field = 'h|' .. request_id
-  local balance_text = view_get(account, 'bal')
-  if not balance_text then
+  if not view_get(account, 'bal') then
     return {'not_loaded'}
   end
   if view_get(account, hold_field) then
@@ -54,7 +53,7 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
   end
 
   local worst = tonumber(worst_text)
-  local balance, held = tonumber(balance_text), view_number(account, 'held')
+  local balance, held = view_number(account, 'bal'), view_number(account, 'held')
   local key_held, project_held = view_number(account, key_field), view_number(account, project_field)
   if worst > 0 then
     if balance <= 0 then
@@ -83,7 +82,7 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
     view_set(account, 'hx', expiry_text)
   end
   if worst > 0 then
-    view_set(account, 'held', int(held + worst))
+    view_set_number(account, 'held', held + worst)
     view_set_held(account, key_field, key_held + worst)
     view_set_held(account, project_field, project_held + worst)
   end

@@ -106,10 +106,13 @@ end
 -- `view_commit` (one HSET, one HDEL). A run that decides many requests reads what the ones before
 -- it wrote from the view, so each is still decided as if it ran alone, in order; a Redis command
 -- costs Lua and Redis a few microseconds before it does any work. Nothing else may touch the hash
--- between the view's first read and its commit.
+-- between the view's first read and its commit. An amount is parsed once and formatted once, at
+-- the commit (`view_number`, `view_set_number`), not at every request that moves it.
 local function open_view(key)
-  -- values: field -> string, or false when absent; written: the fields set, in the order first set.
-  return {key = key, values = {}, written = {}, changed = {}}
+  -- values: field -> string, false when absent, or true when the value is numbers[field], not yet
+  -- formatted; numbers: field -> the value as a number, once read or set as one; written: the
+  -- fields set, in the order first set.
+  return {key = key, values = {}, numbers = {}, written = {}, changed = {}}
 end
 
 -- Reads those of `fields` the view has not read yet, with one HMGET (a few, for thousands).
@@ -130,6 +133,9 @@ end
 -- The field's value, or nil when it is absent.
 local function view_get(view, field)
   local value = view.values[field]
+  if value == true then
+    return int(view.numbers[field])
+  end
   if value == nil then
     value = redis.call('HGET', view.key, field) or false
     view.values[field] = value
@@ -139,21 +145,43 @@ end
 
 -- The field as a number, 0 when absent.
 local function view_number(view, field)
-  return tonumber(view_get(view, field) or '0')
+  local number = view.numbers[field]
+  if number == nil then
+    number = tonumber(view_get(view, field) or '0')
+    view.numbers[field] = number
+  end
+  return number
 end
 
--- Sets the field to `value` (a string), or deletes it when `value` is nil.
-local function view_set(view, field, value)
+local function view_mark_written(view, field)
   if not view.changed[field] then
     view.changed[field] = true
     view.written[#view.written + 1] = field
   end
+end
+
+-- Sets the field to `value` (a string), or deletes it when `value` is nil.
+local function view_set(view, field, value)
+  view_mark_written(view, field)
   view.values[field] = value or false
+  view.numbers[field] = nil
+end
+
+-- Sets the field to the integer `number`.
+local function view_set_number(view, field, number)
+  view_mark_written(view, field)
+  view.values[field] = true
+  view.numbers[field] = number
 end
 
 -- Sets a held amount (a number), deleting the field at zero.
 local function view_set_held(view, field, amount)
-  view_set(view, field, amount > 0 and int(amount) or nil)
+  if amount > 0 then
+    view_set_number(view, field, amount)
+  else
+    view_set(view, field, nil)
+    view.numbers[field] = 0
+  end
 end
 
 -- Takes a hold of `amount` off the held counters in the view (the total, the key's and the project's).
@@ -162,7 +190,7 @@ local function view_unhold(view, amount, month, key_id, project_id)
     return
   end
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
-  view_set(view, 'held', int(view_number(view, 'held') - amount))
+  view_set_number(view, 'held', view_number(view, 'held') - amount)
   view_set_held(view, key_field, view_number(view, key_field) - amount)
   view_set_held(view, project_field, view_number(view, project_field) - amount)
 end
@@ -172,6 +200,9 @@ local function view_commit(view)
   local writes, deletes = {}, {}
   for _, field in ipairs(view.written) do
     local value = view.values[field]
+    if value == true then
+      value = int(view.numbers[field])
+    end
     if value then
       writes[#writes + 1] = field
       writes[#writes + 1] = value

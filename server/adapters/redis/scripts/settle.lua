@@ -88,7 +88,7 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
     view_unhold(account, amount, hold_month, hold_key, hold_project)
   end
   if cost > 0 then
-    view_set(account, 'bal', int(tonumber(balance_text) - cost))
+    view_set_number(account, 'bal', view_number(account, 'bal') - cost)
   end
   if cost_text ~= '0' then
     add_spend('k|' .. key_id, cost)
