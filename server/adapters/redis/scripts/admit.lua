@@ -34,7 +34,7 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
   local now = tonumber(now_text)
   local key_field, project_field = 'k|' .. month .. '|' .. key_id, 'p|' .. month .. '|' .. project_id
   local hold_field = 'h|' .. request_id
-  if not view_get(account, 'bal') then
+  if not view_has(account, 'bal') then
     return {'not_loaded'}
   end
   if view_get(account, hold_field) then

@@ -143,6 +143,15 @@ local function view_get(view, field)
   return value or nil
 end
 
+-- Whether the field is present, without formatting a number the view holds for it.
+local function view_has(view, field)
+  local value = view.values[field]
+  if value == nil then
+    return view_get(view, field) ~= nil
+  end
+  return value ~= false
+end
+
 -- The field as a number, 0 when absent.
 local function view_number(view, field)
   local number = view.numbers[field]

@@ -46,8 +46,7 @@ local legacy_released = {}
 
 local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_at_ms)
   local hold_field = 'h|' .. request_id
-  local balance_text = view_get(account, 'bal')
-  if not balance_text then
+  if not view_has(account, 'bal') then
     if redis.call('EXISTS', KEYS[5]) == 1 then
       return {'loading'}
     end
@@ -117,7 +116,7 @@ for i = 4, #ARGV, 6 do
   account_fields[#account_fields + 1] = 'p|' .. month .. '|' .. ARGV[i + 2]
 end
 view_prefetch(account, account_fields)
-if view_get(account, 'bal') then
+if view_has(account, 'bal') then
   local scores = call_sliced('ZMSCORE', KEYS[4], ids)
   for i = 1, #ids do
     if scores[i] then
