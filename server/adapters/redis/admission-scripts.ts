@@ -14,6 +14,7 @@ import finishLoadSource from './scripts/finish-load.lua' with { type: 'text' }
 import holdsSource from './scripts/holds.lua' with { type: 'text' }
 import loadCountersSource from './scripts/load-counters.lua' with { type: 'text' }
 import releaseExpiredSource from './scripts/release-expired.lua' with { type: 'text' }
+import endLeasesSource from './scripts/end-leases.lua' with { type: 'text' }
 import settleSource from './scripts/settle.lua' with { type: 'text' }
 import snapshotSource from './scripts/snapshot.lua' with { type: 'text' }
 import watchSettledSource from './scripts/watch-settled.lua' with { type: 'text' }
@@ -21,6 +22,7 @@ import watchSettledSource from './scripts/watch-settled.lua' with { type: 'text'
 const admitScript = new RedisScript('admit', `${holdsSource}\n${admitSource}`)
 const settleScript = new RedisScript('settle', `${holdsSource}\n${settleSource}`)
 const releaseExpiredScript = new RedisScript('release-expired', `${holdsSource}\n${releaseExpiredSource}`)
+const endLeasesScript = new RedisScript('end-leases', `${holdsSource}\n${endLeasesSource}`)
 const loadCountersScript = new RedisScript('load-counters', loadCountersSource)
 const snapshotScript = new RedisScript('snapshot', snapshotSource)
 const creditScript = new RedisScript('credit', creditSource)
@@ -34,6 +36,7 @@ export const admissionScripts: readonly RedisScript[] = [
   admitScript,
   settleScript,
   releaseExpiredScript,
+  endLeasesScript,
   loadCountersScript,
   snapshotScript,
   creditScript,
@@ -95,12 +98,17 @@ export interface AdmitParams {
     projectCapMicros: bigint | null
     /** The hold expires this long after `nowMs`. */
     reservationTtlMs: number
+    /** The requests of its key a lease for it would admit (1: this one alone), and when the lease would end. */
+    slots: number
+    leaseEndMs: number
   }>
 }
 
 export type AdmitReply =
-  /** Remaining places in the window, and ms until its oldest entry leaves it. */
-  | ['admitted', number, number]
+  /** Remaining places in the window, ms until its oldest entry leaves it, and the slots granted (1: this request alone). */
+  | ['admitted', number, number, number]
+  /** Admitted under the lease (its id) granted to an earlier request of the run; remaining and reset as above. */
+  | ['leased', string, number, number]
   | ['rate_limit_exceeded', number]
   | ['quota_exceeded' | 'insufficient_balance' | 'spending_cap_reached' | 'project_spend_cap_exceeded' | 'not_loaded' | 'duplicate']
 
@@ -114,7 +122,7 @@ export async function runAdmit(client: RedisConnection, keys: OrgKeys, p: AdmitP
     if (index === undefined) windows.set(r.keyId, (index = 4 + windows.size))
     const keyCap = r.keyCapMicros === null ? '' : String(r.keyCapMicros)
     const projectCap = r.projectCapMicros === null ? '' : String(r.projectCapMicros)
-    args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.nowMs + r.reservationTtlMs), String(index))
+    args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.nowMs + r.reservationTtlMs), String(index), String(r.slots), String(r.leaseEndMs))
   }
   const windowKeys = Array.from(windows.keys(), (keyId) => keys.window(keyId))
   const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.legacyHolds, ...windowKeys], args)
@@ -124,7 +132,8 @@ export async function runAdmit(client: RedisConnection, keys: OrgKeys, p: AdmitP
 export interface SettleParams {
   /** The month every settlement was admitted in. */
   month: string
-  settlements: ReadonlyArray<{ requestId: string; keyId: string; projectId: string; costMicros: bigint; nowMs: number }>
+  /** `lease`: the lease the request was admitted under, and its worst case then: its share of the lease's hold. */
+  settlements: ReadonlyArray<{ requestId: string; keyId: string; projectId: string; costMicros: bigint; nowMs: number; lease?: { id: string; shareMicros: bigint } }>
   /** A settled id is forgotten this long after its settlement's `nowMs`. */
   settledRetentionMs: number
   monthTtlMs: number
@@ -136,9 +145,33 @@ export type SettleReply = ['settled', string] | ['settled_unreserved' | 'already
 /** Settles requests of one organization and month in one script run; one reply each, in order. */
 export async function runSettle(client: RedisConnection, keys: OrgKeys, p: SettleParams): Promise<SettleReply[]> {
   const args = [p.month, String(p.monthTtlMs), String(p.keptTtlMs)]
-  for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.nowMs + p.settledRetentionMs))
+  for (const s of p.settlements) args.push(s.requestId, s.keyId, s.projectId, String(s.costMicros), String(s.nowMs), String(s.nowMs + p.settledRetentionMs), s.lease?.id ?? '', String(s.lease?.shareMicros ?? 0n))
   const reply = await settleScript.run(client, [keys.account, keys.spend(p.month), keys.legacyHolds, keys.settled, keys.fence, keys.kept, keys.watch], args)
   return reply as SettleReply[]
+}
+
+/** A lease that admits no more (end-leases.lua). */
+export interface LeaseEnd {
+  leaseId: string
+  keyId: string
+  slots: number
+  /** What no request took of its hold. */
+  unusedMicros: bigint
+  /** When each slot after the first (the asking request's) was taken: as many as were. */
+  takenAtMs: readonly number[]
+}
+
+/** Ends leases of one organization; returns how many had a hold to release from. */
+export async function runEndLeases(client: RedisConnection, keys: OrgKeys, leases: readonly LeaseEnd[]): Promise<number> {
+  const windows = new Map<string, number>()
+  const args: string[] = []
+  for (const lease of leases) {
+    let index = windows.get(lease.keyId)
+    if (index === undefined) windows.set(lease.keyId, (index = 2 + windows.size))
+    args.push(lease.leaseId, String(index), String(lease.slots), String(lease.unusedMicros), String(lease.takenAtMs.length + 1), ...lease.takenAtMs.map(String))
+  }
+  const windowKeys = Array.from(windows.keys(), (keyId) => keys.window(keyId))
+  return (await endLeasesScript.run(client, [keys.account, ...windowKeys], args)) as number
 }
 
 /** Releases up to `limit` expired holds; returns how many it released. */

@@ -40,13 +40,16 @@ import {
   runFinishLoad,
   runLoadCounters,
   runReleaseExpired,
+  runEndLeases,
   runSettle,
   runSnapshot,
   runWatchSettled,
   type AdmitReply,
+  type LeaseEnd,
   type SettleReply,
   type SnapshotReply,
 } from './admission-scripts'
+import { AdmissionLeases, type Lease, type LeaseShare } from './admission-leases'
 import { TurnBatches, TurnEnd } from './turn-batches'
 import { redisFailure, withDeadline } from './client'
 import { isRedisCluster, type RedisConnection } from './connect-redis'
@@ -61,7 +64,16 @@ export interface RedisAdmissionStoreOptions {
   commandTimeoutMs?: number
   /** How long a rebuild's fence lasts if its rebuilder never finishes. */
   loadFenceMs?: number
+  /**
+   * How long a lease lasts (admission-leases.ts): a key's requests admitted by this gateway from
+   * slots and money Redis set aside for them, one script run for many. 0 (the default): every
+   * request goes to Redis.
+   */
+  leaseMs?: number
 }
+
+/** An admission as admit.lua takes it: the request, and the lease it asks for. */
+type AdmitItem = AdmitRequest & { slots: number; leaseEndMs: number }
 
 // A month's spend counters outlive the month (requests admitted before midnight settle into it)
 // and then expire on their own; every settle pushes the expiry out again.
@@ -97,8 +109,19 @@ export class RedisAdmissionStore implements AdmissionStore {
     if (!isRedisCluster(this.client)) void this.client.ping().catch(() => {})
   })
   /** Admissions and settlements of this turn of the event loop, by organization and month: one script run each. */
-  private readonly admissions = new TurnBatches<AdmitRequest, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests), this.turn)
-  private readonly settlements = new TurnBatches<Settlement, SettleReply>(callsPerRun, (settlements) => this.runSettlements(settlements), this.turn)
+  private readonly admissions = new TurnBatches<AdmitItem, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests), this.turn)
+  private readonly settlements = new TurnBatches<Settlement & { lease?: LeaseShare }, SettleReply>(callsPerRun, (settlements) => this.runSettlements(settlements), this.turn)
+  /** Leases that admit no more, by organization: one end-leases.lua run each a turn. */
+  private readonly leaseEnds = new TurnBatches<LeaseEnd & { orgId: string }, number>(
+    callsPerRun,
+    async (ends) => {
+      await this.attempt(() => runEndLeases(this.client, this.keys(ends[0]!.orgId), ends))
+      return ends.map(() => 0)
+    },
+    this.turn,
+  )
+  /** This gateway's leases; null when leases are off. */
+  private readonly leases: AdmissionLeases | null
 
   constructor(
     private readonly client: RedisConnection,
@@ -110,6 +133,12 @@ export class RedisAdmissionStore implements AdmissionStore {
     this.releaseBatch = options.releaseBatch ?? 1_000
     this.commandTimeoutMs = options.commandTimeoutMs ?? 1_000
     this.loadFenceMs = options.loadFenceMs ?? defaultLoadFenceMs
+    const leaseMs = options.leaseMs ?? 0
+    if (!Number.isSafeInteger(leaseMs) || leaseMs < 0 || leaseMs > 10_000) throw new RangeError(`leaseMs must be an integer from 0 to 10000: ${leaseMs}`)
+    this.leases = leaseMs > 0 ? new AdmissionLeases(leaseMs, (lease, end) => this.endLease(lease, end)) : null
+    // A connection that broke may mean a Redis that restarted empty: its leases' holds and window
+    // entries would be gone while this gateway went on admitting under them.
+    if (this.leases) for (const event of ['error', 'reconnecting', 'end']) (client as unknown as { on?: (event: string, listener: () => void) => void }).on?.(event, () => this.leases!.endAll())
   }
 
   /**
@@ -124,14 +153,34 @@ export class RedisAdmissionStore implements AdmissionStore {
     }
   }
 
+  /** This gateway's open leases and the requests admitted under leases and not yet settled (none when leases are off). */
+  get leased(): { leases: number; requests: number } {
+    return this.leases?.size ?? { leases: 0, requests: 0 }
+  }
+
   async admit(request: AdmitRequest): Promise<AdmitResult> {
     checkAdmitRequest(request)
+    const leased = this.leases?.admitLocally(request)
+    if (leased) return leased
     const month = billingMonth(request.nowMs, request.timeZone)
     const expiresAtMs = request.nowMs + request.reservationTtlMs
-    const reply = await this.admissions.add(`${request.orgId}|${month}`, request)
+    const slots = this.leases?.slotsFor(request) ?? 1
+    // A lease's hold outlives the lease by the longest request admitted under it.
+    const item: AdmitItem = { ...request, slots, leaseEndMs: slots > 1 ? this.leases!.endOf(request) : request.nowMs }
+    let reply: AdmitReply
+    try {
+      reply = await this.admissions.add(`${request.orgId}|${month}`, item)
+    } finally {
+      this.leases?.asked(request, slots)
+    }
+    if (reply[0] === 'not_loaded') this.leases?.endAll(request.orgId)
     switch (reply[0]) {
       case 'admitted':
+        if (reply[3] > 1) this.leases!.granted(request, month, reply[3], reply[1], reply[2])
         return { admitted: true, limit: request.rpmLimit, remaining: reply[1], resetMs: reply[2], month, reservedMicros: request.worstCaseMicros, expiresAtMs }
+      case 'leased':
+        this.leases!.takenInRun(request, reply[1])
+        return { admitted: true, limit: request.rpmLimit, remaining: reply[2], resetMs: reply[3], month, reservedMicros: request.worstCaseMicros, expiresAtMs }
       case 'rate_limit_exceeded':
         return { admitted: false, reason: 'rate_limit_exceeded', limit: request.rpmLimit, retryAfterS: reply[1] }
       case 'spending_cap_reached':
@@ -147,7 +196,10 @@ export class RedisAdmissionStore implements AdmissionStore {
 
   async settle(settlement: Settlement): Promise<SettleResult> {
     checkSettlement(settlement)
-    const reply = await this.settlements.add(`${settlement.orgId}|${settlement.month}`, settlement)
+    const lease = this.leases?.shareOf(settlement.requestId)
+    const reply = await this.settlements.add(`${settlement.orgId}|${settlement.month}`, lease ? { ...settlement, lease } : settlement)
+    if (reply[0] === 'pending') this.leases?.endAll(settlement.orgId)
+    if (lease && reply[0] !== 'loading') this.leases!.settled(settlement.requestId)
     switch (reply[0]) {
       case 'settled':
         return { outcome: 'settled', debitedMicros: settlement.costMicros, releasedMicros: BigInt(reply[1]) }
@@ -158,8 +210,13 @@ export class RedisAdmissionStore implements AdmissionStore {
     }
   }
 
+  /** Ends `lease` in Redis: what no request took of it is released. */
+  private async endLease(lease: Lease, end: LeaseEnd): Promise<void> {
+    await this.leaseEnds.add(lease.orgId, { ...end, orgId: lease.orgId })
+  }
+
   /** One admit.lua run for admissions of one organization and month. */
-  private runAdmissions(requests: AdmitRequest[]): Promise<AdmitReply[]> {
+  private runAdmissions(requests: AdmitItem[]): Promise<AdmitReply[]> {
     const { orgId, nowMs, timeZone } = requests[0]!
     const month = billingMonth(nowMs, timeZone)
     return this.attempt(() => runAdmit(this.client, this.keys(orgId), { month, windowMs: rateWindowMs, releaseLimit: this.releaseBatch, requests }))
@@ -272,6 +329,8 @@ export class RedisAdmissionStore implements AdmissionStore {
     try {
       return await withDeadline(run(), this.commandTimeoutMs)
     } catch (error) {
+      // What Redis holds for the leases is in doubt: admit through it until it answers again.
+      this.leases?.endAll()
       throw redisFailure(error)
     }
   }

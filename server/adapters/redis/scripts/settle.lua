@@ -13,8 +13,12 @@
 -- KEYS[7] {o:ID}:watch  set: ids settled while the reconciler watches (watch-settled.lua)
 -- ARGV[1] yyyymm (the admissions' month)   ARGV[2] ms the month's spend counters live
 -- ARGV[3] ms kept settlements live
--- then six per settlement: requestId, keyId, projectId, cost uEGP, now ms, ms the settled id is
--- forgotten (ARGV[4..9], ARGV[10..15], ...)
+-- then eight per settlement: requestId, keyId, projectId, cost uEGP, now ms, ms the settled id is
+-- forgotten, the lease it was admitted under or '', and the worst case it was admitted with under
+-- that lease (ARGV[4..11], ARGV[12..19], ...)
+-- A request admitted under a lease (admit.lua) has no hold of its own: its share of the lease's hold
+-- (its worst case) is released as its own hold would be, and the field goes once nothing is left
+-- (end-leases.lua releases the share no request took).
 -- Reply: one per settlement, in order: {'settled', released uEGP} | {'settled_unreserved'}
 --   | {'already_settled'} | {'pending'} (no counters: kept for the rebuild) | {'loading'} (a
 --   rebuild is reading the ledger: nothing written, settle again shortly)
@@ -44,7 +48,7 @@ local watched, watch_ttl_ms = {}, 0
 -- Holds found where versions before kept them, deleted there at the end.
 local legacy_released = {}
 
-local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_at_ms)
+local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_at_ms, lease_id, share_text)
   local hold_field = 'h|' .. request_id
   if not view_has(account, 'bal') then
     if redis.call('EXISTS', KEYS[5]) == 1 then
@@ -70,14 +74,30 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
 
   local cost = tonumber(cost_text)
   local released = nil
-  local record = view_get(account, hold_field)
-  if record then
-    view_set(account, hold_field, nil)
+  local record = nil
+  if lease_id ~= '' then
+    local lease_field = 'h|' .. lease_id
+    local lease = view_get(account, lease_field)
+    if lease then
+      local amount, hold_month, hold_key, hold_project, expiry = parse_hold(lease)
+      released = math.min(tonumber(share_text), amount)
+      view_unhold(account, released, hold_month, hold_key, hold_project)
+      if released < amount then
+        view_set(account, lease_field, int(amount - released) .. '|' .. hold_month .. '|' .. hold_key .. '|' .. hold_project .. '|' .. int(expiry))
+      else
+        view_set(account, lease_field, nil)
+      end
+    end
   else
-    -- A hold kept where versions before kept them, until a release moves it.
-    record = redis.call('HGET', KEYS[3], request_id)
+    record = view_get(account, hold_field)
     if record then
-      legacy_released[#legacy_released + 1] = request_id
+      view_set(account, hold_field, nil)
+    else
+      -- A hold kept where versions before kept them, until a release moves it.
+      record = redis.call('HGET', KEYS[3], request_id)
+      if record then
+        legacy_released[#legacy_released + 1] = request_id
+      end
     end
   end
   if record then
@@ -101,7 +121,7 @@ end
 
 -- Settled ids are forgotten once past their time, by the earliest clock of the run: an id kept a
 -- moment longer only costs memory.
-local earliest = smallest_argv(8, 6)
+local earliest = smallest_argv(8, 8)
 if earliest then
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', int(earliest))
 end
@@ -109,9 +129,9 @@ end
 -- What the settlements will read: the account's totals and their holds and held amounts in one
 -- HMGET, and which of them were settled before in one ZMSCORE (when the counters are loaded).
 local account_fields, ids = {'bal', 'held', 'watch'}, {}
-for i = 4, #ARGV, 6 do
+for i = 4, #ARGV, 8 do
   ids[#ids + 1] = ARGV[i]
-  account_fields[#account_fields + 1] = 'h|' .. ARGV[i]
+  account_fields[#account_fields + 1] = 'h|' .. (ARGV[i + 6] ~= '' and ARGV[i + 6] or ARGV[i])
   account_fields[#account_fields + 1] = 'k|' .. month .. '|' .. ARGV[i + 1]
   account_fields[#account_fields + 1] = 'p|' .. month .. '|' .. ARGV[i + 2]
 end
@@ -126,8 +146,8 @@ if view_has(account, 'bal') then
 end
 
 local replies = {}
-for i = 4, #ARGV, 6 do
-  replies[#replies + 1] = settle(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
+for i = 4, #ARGV, 8 do
+  replies[#replies + 1] = settle(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7])
 end
 view_commit(account)
 hdel_all(KEYS[3], legacy_released)
