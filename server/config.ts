@@ -39,6 +39,12 @@ const Env = t.Object({
   /** Milliseconds a hold outlives its request's longest possible run before it is released on its own. */
   RESERVATION_MARGIN_MS: Type.Integer({ minimum: 1, default: 60_000 }),
   /**
+   * With REDIS_URL: milliseconds a lease lasts, in which this gateway admits a busy key's requests
+   * from slots and money Redis set aside for it, without a script run each (docs/billing.md); 0
+   * sends every admission to Redis.
+   */
+  ADMISSION_LEASE_MS: Type.Integer({ minimum: 0, maximum: 10_000, default: 1_000 }),
+  /**
    * Whether a start on an empty database creates a demo organization with credit and prints its key:
    * unset, only on the embedded defaults (no DATABASE_URL, a catalog served by the simulator alone).
    */
@@ -64,6 +70,7 @@ export interface Config {
   mailFrom: string
   reconcileIntervalS: number
   reservationMarginMs: number
+  admissionLeaseMs: number
   /** DEMO_TENANT as set (true or false), or null when unset: see `wantsDemoTenant`. */
   demoTenant: boolean | null
 }
@@ -96,6 +103,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     mailFrom: parsed.MAIL_FROM,
     reconcileIntervalS: parsed.RECONCILE_INTERVAL_S,
     reservationMarginMs: parsed.RESERVATION_MARGIN_MS,
+    admissionLeaseMs: parsed.ADMISSION_LEASE_MS,
     demoTenant: parsed.DEMO_TENANT ?? null,
   }
 }

@@ -110,7 +110,7 @@ const redis = redisParts ? { ...redisParts, client: await startUp('reading REDIS
 async function openAdmissionStore() {
   if (!redis) return new InProcessAdmissionStore()
   await redis.waitForRedis(redis.client, 10_000)
-  const store = new redis.RedisAdmissionStore(redis.client)
+  const store = new redis.RedisAdmissionStore(redis.client, { leaseMs: config.admissionLeaseMs })
   await store.loadScripts()
   return store
 }

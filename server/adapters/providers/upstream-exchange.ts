@@ -1,4 +1,5 @@
 import { GatewayError } from '@nilegate/shared/errors'
+import { endOfTurn } from '../../core/end-of-turn'
 import type { ProviderCall } from '../../core/ports'
 import { type TimeoutKind, upstreamMalformedError, upstreamStatusError, upstreamTimeoutError, upstreamUnreachableError } from './upstream-errors'
 
@@ -160,6 +161,11 @@ export class UpstreamExchange {
       headers.authorization = `Bearer ${key}`
     }
     let response: Response
+    // The requests of a turn are sent together at its end: fetch's thread then wakes once for them
+    // rather than once each (bun bench/scenario.ts, embedded, two runs each: the main thread 71.7 and
+    // 79.9 us a request against 85.9 and 86.7, fetch's thread 17.4 and 19.6 against 26.1 and 27.0).
+    await endOfTurn()
+    if (signal.aborted) throw signal.reason
     try {
       response = await fetch(`${deployment.baseUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(payload), signal: this.controller.signal })
     } catch (error) {

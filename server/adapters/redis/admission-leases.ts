@@ -57,7 +57,7 @@ export class AdmissionLeases {
   private readonly current = new Map<string, Lease>()
   /** The lease of each request admitted under one, until it is settled. */
   private readonly shares = new Map<string, LeaseShare>()
-  /** When each key last went to Redis, and how many slots its last lease used. */
+  /** When each key last had a request admitted, and how many slots its last lease used. */
   private readonly recent = new Map<string, { atMs: number; used: number }>()
   /** Keys with a lease asked for and not answered yet: their other requests go to Redis alone. */
   private readonly asking = new Set<string>()
@@ -180,6 +180,8 @@ export class AdmissionLeases {
 
   private take(lease: Lease, request: AdmitRequest): void {
     lease.takenAtMs.push(request.nowMs)
+    const recent = this.recent.get(keyOf(lease))
+    if (recent && recent.atMs < request.nowMs) recent.atMs = request.nowMs
     lease.unusedMicros -= request.worstCaseMicros
     this.shares.set(request.requestId, { id: lease.id, shareMicros: request.worstCaseMicros })
     if (lease.takenAtMs.length + 1 >= lease.slots) this.end(lease)

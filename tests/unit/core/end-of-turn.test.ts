@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { endOfTurn } from '../../../server/http/end-of-turn'
+import { endOfTurn } from '../../../server/core/end-of-turn'
 
 describe('endOfTurn', () => {
   test('resolves the callers of one turn together, in order, after the turn and the immediates queued before them', async () => {
