@@ -41,9 +41,9 @@ const Env = t.Object({
   /**
    * With REDIS_URL: milliseconds a lease lasts, in which this gateway admits a busy key's requests
    * from slots and money Redis set aside for it, without a script run each (docs/billing.md); 0
-   * sends every admission to Redis.
+   * (the default) sends every admission to Redis.
    */
-  ADMISSION_LEASE_MS: Type.Integer({ minimum: 0, maximum: 10_000, default: 1_000 }),
+  ADMISSION_LEASE_MS: Type.Integer({ minimum: 0, maximum: 10_000, default: 0 }),
   /**
    * Whether a start on an empty database creates a demo organization with credit and prints its key:
    * unset, only on the embedded defaults (no DATABASE_URL, a catalog served by the simulator alone).

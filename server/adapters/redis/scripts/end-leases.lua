@@ -40,14 +40,7 @@ for _, lease in ipairs(leases) do
   local lease_field = 'h|' .. lease.id
   local record = view_get(account, lease_field)
   if record then
-    local amount, month, key_id, project_id, expiry = parse_hold(record)
-    local unused = math.min(lease.unused_money, amount)
-    view_unhold(account, unused, month, key_id, project_id)
-    if unused < amount then
-      view_set(account, lease_field, int(amount - unused) .. '|' .. month .. '|' .. key_id .. '|' .. project_id .. '|' .. int(expiry))
-    else
-      view_set(account, lease_field, nil)
-    end
+    view_release_part(account, lease_field, record, lease.unused_money)
     released = released + 1
   end
   -- XX: an entry the window dropped (its key expired) stays dropped.

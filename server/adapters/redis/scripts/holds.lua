@@ -204,6 +204,20 @@ local function view_unhold(view, amount, month, key_id, project_id)
   view_set_held(view, project_field, view_number(view, project_field) - amount)
 end
 
+-- Releases up to `part` of the hold in `field` (a lease's, admit.lua): off the held counters, and off
+-- the record, which goes once nothing is left. Returns what it released.
+local function view_release_part(view, field, record, part)
+  local amount, month, key_id, project_id, expiry = parse_hold(record)
+  local released = math.min(part, amount)
+  view_unhold(view, released, month, key_id, project_id)
+  if released < amount then
+    view_set(view, field, int(amount - released) .. '|' .. month .. '|' .. key_id .. '|' .. project_id .. '|' .. int(expiry))
+  else
+    view_set(view, field, nil)
+  end
+  return released
+end
+
 -- Writes what the view changed: one HSET and one HDEL (in slices that unpack can give).
 local function view_commit(view)
   local writes, deletes = {}, {}

@@ -79,14 +79,7 @@ local function settle(request_id, key_id, project_id, cost_text, now_ms, forget_
     local lease_field = 'h|' .. lease_id
     local lease = view_get(account, lease_field)
     if lease then
-      local amount, hold_month, hold_key, hold_project, expiry = parse_hold(lease)
-      released = math.min(tonumber(share_text), amount)
-      view_unhold(account, released, hold_month, hold_key, hold_project)
-      if released < amount then
-        view_set(account, lease_field, int(amount - released) .. '|' .. hold_month .. '|' .. hold_key .. '|' .. hold_project .. '|' .. int(expiry))
-      else
-        view_set(account, lease_field, nil)
-      end
+      released = view_release_part(account, lease_field, lease, tonumber(share_text))
     end
   else
     record = view_get(account, hold_field)
