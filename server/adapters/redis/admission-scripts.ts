@@ -61,6 +61,8 @@ export class OrgKeys {
   readonly fence: string
   readonly kept: string
   readonly watch: string
+  /** Set for a lease's length after a rebuild: admissions wait it out (admit.lua). */
+  readonly leaseFence: string
   private readonly base: string
 
   constructor(prefix: string, orgId: string) {
@@ -71,6 +73,7 @@ export class OrgKeys {
     this.fence = `${this.base}fence`
     this.kept = `${this.base}kept`
     this.watch = `${this.base}watch`
+    this.leaseFence = `${this.base}lfence`
   }
 
   spend(month: string): string {
@@ -110,22 +113,24 @@ export type AdmitReply =
   /** Admitted under the lease (its id) granted to an earlier request of the run; remaining and reset as above. */
   | ['leased', string, number, number]
   | ['rate_limit_exceeded', number]
+  /** Counters rebuilt within a lease's length: admit again once this many ms have passed. */
+  | ['fenced', number]
   | ['quota_exceeded' | 'insufficient_balance' | 'spending_cap_reached' | 'project_spend_cap_exceeded' | 'not_loaded' | 'duplicate']
 
 /** Admits requests of one organization and month in one script run; one reply each, in order. */
 export async function runAdmit(client: RedisConnection, keys: OrgKeys, p: AdmitParams): Promise<AdmitReply[]> {
-  // Each key's window once in KEYS, after the three the script always uses.
+  // Each key's window once in KEYS, after the four the script always uses.
   const windows = new Map<string, number>()
   const args = [p.month, String(p.windowMs), String(p.releaseLimit)]
   for (const r of p.requests) {
     let index = windows.get(r.keyId)
-    if (index === undefined) windows.set(r.keyId, (index = 4 + windows.size))
+    if (index === undefined) windows.set(r.keyId, (index = 5 + windows.size))
     const keyCap = r.keyCapMicros === null ? '' : String(r.keyCapMicros)
     const projectCap = r.projectCapMicros === null ? '' : String(r.projectCapMicros)
     args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.nowMs + r.reservationTtlMs), String(index), String(r.slots), String(r.leaseEndMs))
   }
   const windowKeys = Array.from(windows.keys(), (keyId) => keys.window(keyId))
-  const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.legacyHolds, ...windowKeys], args)
+  const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.legacyHolds, keys.leaseFence, ...windowKeys], args)
   return reply as AdmitReply[]
 }
 
@@ -230,14 +235,16 @@ export async function runBeginLoad(client: RedisConnection, keys: OrgKeys, token
 
 export interface FinishLoadParams extends LoadCountersParams {
   token: string
+  /** How long admissions wait once loaded: the leases' length (0: none). */
+  leaseFenceMs: number
   recordedIds: readonly string[]
   forgetAtMs: number
 }
 
 /** Returns whether it loaded. */
 export async function runFinishLoad(client: RedisConnection, keys: OrgKeys, p: FinishLoadParams): Promise<boolean> {
-  const args = [p.token, String(p.balanceMicros), p.month, String(p.monthTtlMs), String(p.forgetAtMs), String(p.recordedIds.length), ...p.recordedIds, ...spendPairs(p)]
-  const reply = await finishLoadScript.run(client, [keys.account, keys.spend(p.month), keys.fence, keys.kept, keys.settled], args)
+  const args = [p.token, String(p.balanceMicros), p.month, String(p.monthTtlMs), String(p.forgetAtMs), String(p.leaseFenceMs), String(p.recordedIds.length), ...p.recordedIds, ...spendPairs(p)]
+  const reply = await finishLoadScript.run(client, [keys.account, keys.spend(p.month), keys.fence, keys.kept, keys.settled, keys.leaseFence], args)
   return reply === 1
 }
 

@@ -82,6 +82,8 @@ const monthCountersTtlMs = 62 * 24 * 60 * 60_000
 const lateRowsPerCall = 500
 // Admissions or settlements per script run: a few hundred microseconds of Redis's time.
 const callsPerRun = 200
+// The most an admission waits at a time on the fence a rebuild set for leases (their longest length).
+const rebuildLeaseWaitMs = 10_000
 
 /**
  * The admission store shared by every gateway on one Redis (or Redis Cluster): each operation is
@@ -174,6 +176,13 @@ export class RedisAdmissionStore implements AdmissionStore {
       this.leases?.asked(request, slots)
     }
     if (reply[0] === 'not_loaded') this.leases?.endAll(request.orgId)
+    if (reply[0] === 'fenced') {
+      // Rebuilt counters: leases granted before may still admit until they end; this one waits them out.
+      this.leases?.endAll(request.orgId)
+      const waitMs = Math.min(reply[1], rebuildLeaseWaitMs)
+      await Bun.sleep(waitMs)
+      return this.admit({ ...request, nowMs: request.nowMs + waitMs })
+    }
     switch (reply[0]) {
       case 'admitted':
         if (reply[3] > 1) this.leases!.granted(request, month, reply[3], reply[1], reply[2])
@@ -282,6 +291,7 @@ export class RedisAdmissionStore implements AdmissionStore {
         ...counters,
         monthTtlMs: monthCountersTtlMs,
         token: fence.token,
+        leaseFenceMs: this.leases?.leaseMs ?? 0,
         recordedIds,
         forgetAtMs: nowMs + this.settledRetentionMs,
       }),

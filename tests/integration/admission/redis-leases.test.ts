@@ -180,3 +180,40 @@ function currentMonth(): string {
   const parts = new Intl.DateTimeFormat('en-CA', { timeZone: 'Africa/Cairo', year: 'numeric', month: '2-digit' }).formatToParts(new Date())
   return `${parts.find((p) => p.type === 'year')!.value}${parts.find((p) => p.type === 'month')!.value}`
 }
+
+describe('RedisAdmissionStore leases after Redis lost the counters', () => {
+  const leaseMs = 1_000
+  let redis: TestRedisStores
+
+  beforeAll(async () => {
+    redis = await openRedisStores(2, { leaseMs })
+  })
+  afterAll(async () => {
+    await redis.close()
+  })
+
+  test('admissions wait after a rebuild until every lease granted before it has ended', async () => {
+    const [holder, rebuilder] = redis.stores
+    const orgId = newOrgId()
+    await holder!.load(orgId, orgCounters(100_000n))
+    const request = (overrides: Partial<AdmitRequest> = {}) => admitRequest({ orgId, nowMs: Date.now(), ...overrides })
+    await holder!.admit(request())
+    await holder!.admit(request())
+    expect(holder!.leased.leases).toBe(1)
+
+    // Redis loses the organization's counters (a FLUSHDB) while the holder stays connected.
+    const lost = (await redis.keys()).filter((key) => key.includes(orgId))
+    await redis.clients[0]!.unlink(lost)
+    expect((await rebuilder!.admit(request())).admitted).toBe(false)
+    const fence = await rebuilder!.beginLoad(orgId)
+    expect(await rebuilder!.finishLoad(orgId, orgCounters(100_000n), fence!, [], Date.now())).toBe(true)
+    const rebuiltAt = performance.now()
+    // The holder's lease still admits: nothing told it yet.
+    expect((await holder!.admit(request())).admitted).toBe(true)
+
+    const afterRebuild = await rebuilder!.admit(request({ keyId: 'key_b' }))
+
+    expect(afterRebuild.admitted).toBe(true)
+    expect(performance.now() - rebuiltAt).toBeGreaterThanOrEqual(leaseMs - 50)
+  })
+})

@@ -19,7 +19,9 @@
 --                               and the open holds h|<requestId> (holds.lua); no 'bal': not loaded
 -- KEYS[2] {o:ID}:spend:<yyyymm> hash: k|<keyId>, p|<projectId> -> settled spend this month
 -- KEYS[3] {o:ID}:res            hash: holds as versions before kept them (holds.lua)
--- KEYS[4...] {o:ID}:k:<keyId>:win  sorted set per key: requestId scored by admission ms
+-- KEYS[4] {o:ID}:lfence        set for a lease's length after a rebuild (finish-load.lua): while it
+--                               lives, every request is answered {'fenced', ms it still lives}
+-- KEYS[5...] {o:ID}:k:<keyId>:win  sorted set per key: requestId scored by admission ms
 -- ARGV[1] yyyymm (this month)   ARGV[2] window ms   ARGV[3] most expired holds to release
 -- then twelve per request (ARGV[4..15], ARGV[16..27], ...): requestId, keyId, projectId, now ms,
 --   rpm limit, worst case uEGP, key cap uEGP or '', project cap uEGP or '', hold expiry ms, the
@@ -30,7 +32,7 @@
 --   | {'leased', lease id, remaining, reset ms} (admitted under a lease granted earlier in the run)
 --   | {'rate_limit_exceeded', retryAfterS}
 --   | {'quota_exceeded'} | {'insufficient_balance'} | {'spending_cap_reached'}
---   | {'project_spend_cap_exceeded'} | {'not_loaded'} | {'duplicate'}
+--   | {'project_spend_cap_exceeded'} | {'not_loaded'} | {'duplicate'} | {'fenced', ms}
 -- A refusal records nothing for the request (expired holds and window entries may still be dropped).
 -- A run that fails writes no hold: only the window entries of the requests before the failure
 -- stay, which can refuse early, never admit more.
@@ -155,6 +157,15 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
     }
   end
   return {'admitted', limit - count - 1, reset_ms, slots}
+end
+
+local fenced_ms = redis.call('PTTL', KEYS[4])
+if fenced_ms > 0 then
+  local replies = {}
+  for _ = 4, #ARGV, 12 do
+    replies[#replies + 1] = {'fenced', fenced_ms}
+  end
+  return replies
 end
 
 -- Holds expired by the earliest clock of the run are released first: one a later request of the

@@ -3,11 +3,14 @@
 -- read (its request id is not among the recorded ones). The month's spends count only kept
 -- settlements of that month. Kept ids are remembered as settled, so a repeat changes nothing.
 -- KEYS[1] {o:ID}:acct   KEYS[2] {o:ID}:spend:<yyyymm>   KEYS[3] {o:ID}:fence   KEYS[4] {o:ID}:kept
--- KEYS[5] {o:ID}:done   (as in settle.lua)
+-- KEYS[5] {o:ID}:done   (as in settle.lua)   KEYS[6] {o:ID}:lfence (as in admit.lua)
 -- ARGV[1] fence token   ARGV[2] balance uEGP (may be negative)   ARGV[3] yyyymm
 -- ARGV[4] ms the month's spend counters live   ARGV[5] ms the settled ids are forgotten
--- ARGV[6] n, the count of recorded request ids   ARGV[7 .. 6+n] the recorded request ids
--- ARGV[7+n ..] field, spend pairs for the month hash ('k|<keyId>', 'p|<projectId>')
+-- ARGV[6] ms admissions wait once loaded (the leases' length; 0: none)
+-- ARGV[7] n, the count of recorded request ids   ARGV[8 .. 7+n] the recorded request ids
+-- ARGV[8+n ..] field, spend pairs for the month hash ('k|<keyId>', 'p|<projectId>')
+-- With leases, counters that were lost may have had leases that gateways still admit from, whose
+-- holds the rebuilt counters do not have: admissions wait until every such lease has ended.
 -- Reply: 1 when loaded; 0, nothing written, when the counters are loaded already or the fence is
 -- not this token's (it expired, or a credit removed it)
 if redis.call('HEXISTS', KEYS[1], 'bal') == 1 or redis.call('GET', KEYS[3]) ~= ARGV[1] then
@@ -15,13 +18,13 @@ if redis.call('HEXISTS', KEYS[1], 'bal') == 1 or redis.call('GET', KEYS[3]) ~= A
 end
 local month = ARGV[3]
 local recorded = {}
-local n = tonumber(ARGV[6])
-for i = 7, 6 + n do
+local n = tonumber(ARGV[7])
+for i = 8, 7 + n do
   recorded[ARGV[i]] = true
 end
 local balance = tonumber(ARGV[2])
 local spend = {}
-for i = 7 + n, #ARGV, 2 do
+for i = 8 + n, #ARGV, 2 do
   spend[ARGV[i]] = tonumber(ARGV[i + 1])
 end
 local kept = redis.call('HGETALL', KEYS[4])
@@ -48,4 +51,7 @@ for field, amount in pairs(spend) do
 end
 hset_all(KEYS[2], fields)
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
+if ARGV[6] ~= '0' then
+  redis.call('SET', KEYS[6], '1', 'PX', ARGV[6])
+end
 return 1
