@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { networkInterfaces } from 'node:os'
 import { logLevels, type LogLevel } from './observability/log-level'
+import { maxLeaseMs } from './adapters/redis/admission-leases'
 
 // Integers use TypeBox's own Integer: Elysia's accepts numeric strings as they are, so `Value.Convert`
 // would leave '3000' a string and arithmetic on it would concatenate.
@@ -43,7 +44,7 @@ const Env = t.Object({
    * from slots and money Redis set aside for it, without a script run each (docs/billing.md); 0
    * (the default) sends every admission to Redis.
    */
-  ADMISSION_LEASE_MS: Type.Integer({ minimum: 0, maximum: 10_000, default: 0 }),
+  ADMISSION_LEASE_MS: Type.Integer({ minimum: 0, maximum: maxLeaseMs, default: 0 }),
   /**
    * Whether a start on an empty database creates a demo organization with credit and prints its key:
    * unset, only on the embedded defaults (no DATABASE_URL, a catalog served by the simulator alone).

@@ -1,6 +1,9 @@
 import { billingMonth, rateWindowMs, type AdmitRequest, type Admitted } from '../../core/admission'
 import type { LeaseEnd } from './admission-scripts'
 
+/** The longest lease: admit.lua keeps a window this much longer than the window for leases' entries. */
+export const maxLeaseMs = 10_000
+
 /** The most slots a gateway asks one lease for. */
 export const maxLeaseSlots = 64
 

@@ -49,7 +49,7 @@ import {
   type SettleReply,
   type SnapshotReply,
 } from './admission-scripts'
-import { AdmissionLeases, type Lease, type LeaseShare } from './admission-leases'
+import { AdmissionLeases, maxLeaseMs, type Lease, type LeaseShare } from './admission-leases'
 import { TurnBatches, TurnEnd } from './turn-batches'
 import { redisFailure, withDeadline } from './client'
 import { isRedisCluster, type RedisConnection } from './connect-redis'
@@ -82,8 +82,6 @@ const monthCountersTtlMs = 62 * 24 * 60 * 60_000
 const lateRowsPerCall = 500
 // Admissions or settlements per script run: a few hundred microseconds of Redis's time.
 const callsPerRun = 200
-// The most an admission waits at a time on the fence a rebuild set for leases (their longest length).
-const rebuildLeaseWaitMs = 10_000
 
 /**
  * The admission store shared by every gateway on one Redis (or Redis Cluster): each operation is
@@ -136,7 +134,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     this.commandTimeoutMs = options.commandTimeoutMs ?? 1_000
     this.loadFenceMs = options.loadFenceMs ?? defaultLoadFenceMs
     const leaseMs = options.leaseMs ?? 0
-    if (!Number.isSafeInteger(leaseMs) || leaseMs < 0 || leaseMs > 10_000) throw new RangeError(`leaseMs must be an integer from 0 to 10000: ${leaseMs}`)
+    if (!Number.isSafeInteger(leaseMs) || leaseMs < 0 || leaseMs > maxLeaseMs) throw new RangeError(`leaseMs must be an integer from 0 to ${maxLeaseMs}: ${leaseMs}`)
     this.leases = leaseMs > 0 ? new AdmissionLeases(leaseMs, (lease, end) => this.endLease(lease, end)) : null
     // A connection that broke may mean a Redis that restarted empty: its leases' holds and window
     // entries would be gone while this gateway went on admitting under them.
@@ -167,7 +165,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     const month = billingMonth(request.nowMs, request.timeZone)
     const expiresAtMs = request.nowMs + request.reservationTtlMs
     const slots = this.leases?.slotsFor(request) ?? 1
-    // A lease's hold outlives the lease by the longest request admitted under it.
+    // A lease, if granted, ends at leaseEndMs; its hold outlives it by the request's own TTL (admit.lua).
     const item: AdmitItem = { ...request, slots, leaseEndMs: slots > 1 ? this.leases!.endOf(request) : request.nowMs }
     let reply: AdmitReply
     try {
@@ -179,7 +177,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     if (reply[0] === 'fenced') {
       // Rebuilt counters: leases granted before may still admit until they end; this one waits them out.
       this.leases?.endAll(request.orgId)
-      const waitMs = Math.min(reply[1], rebuildLeaseWaitMs)
+      const waitMs = Math.min(reply[1], maxLeaseMs)
       await Bun.sleep(waitMs)
       return this.admit({ ...request, nowMs: request.nowMs + waitMs })
     }

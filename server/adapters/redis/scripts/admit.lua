@@ -37,6 +37,11 @@
 -- A run that fails writes no hold: only the window entries of the requests before the failure
 -- stay, which can refuse early, never admit more.
 local month, window_ms, release_limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- A window lives the window past its last admission, and 10 s more (the longest lease, maxLeaseMs
+-- in admission-leases.ts): an entry of
+-- a lease is scored up to its end, and a request its gateway admitted under it counts from then on,
+-- without a command that would push the expiry out.
+local window_ttl_ms = int(window_ms + 10000)
 -- The account's 'hx' (holds.lua), kept up to date as holds are added.
 local hold_floor
 -- The account and the month's spends, read once for the run and written once at its end.
@@ -123,7 +128,7 @@ local function admit(request_id, key_id, project_id, now_text, limit_text, worst
   end
   if not windows_expiring[window_key] then
     windows_expiring[window_key] = true
-    redis.call('PEXPIRE', window_key, ARGV[2])
+    redis.call('PEXPIRE', window_key, window_ttl_ms)
   end
   local amount, amount_text = worst, worst_text
   local expiry = tonumber(expiry_text)
