@@ -13,6 +13,7 @@
 // It imports the gateway's Redis store (the only bench file that does): the store is what it measures.
 
 import { argValue, integerArg } from './arg-value'
+import { percentile } from './percentile'
 import { processesNamed, totalCpuSeconds } from './process-group'
 import { RedisAdmissionStore } from '../server/adapters/redis/admission-store'
 import { createRedisClient, waitForRedis } from '../server/adapters/redis/client'
@@ -60,9 +61,7 @@ function sum(into: Map<string, CommandStat>, from: Map<string, CommandStat>): vo
 }
 
 function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+  return percentile([...values].sort((a, b) => a - b), 50)
 }
 
 interface RoundResult {

@@ -14,6 +14,8 @@ export const maxLeaseSlots = 64
 export interface Lease {
   /** The request that asked for it: also the id of its hold and of its window entries. */
   readonly id: string
+  /** `orgId|keyId`, its place in the maps. */
+  readonly key: string
   readonly orgId: string
   readonly keyId: string
   readonly projectId: string
@@ -64,13 +66,13 @@ export class AdmissionLeases {
   private readonly recent = new Map<string, { atMs: number; used: number }>()
   /** Keys with a lease asked for and not answered yet: their other requests go to Redis alone. */
   private readonly asking = new Set<string>()
-  /** Ends Redis did not take, tried again at the next sweep while their holds live. */
-  private unsent: Array<{ lease: Lease; end: LeaseEnd }> = []
+  /** Ended leases whose end Redis did not take, tried again at the next sweep while their holds live. */
+  private unsent: Lease[] = []
   private sweeper: ReturnType<typeof setInterval> | undefined
 
   constructor(
     readonly leaseMs: number,
-    private readonly send: (lease: Lease, end: LeaseEnd) => Promise<void>,
+    private readonly send: (end: LeaseEnd) => Promise<void>,
   ) {}
 
   /** Admits `request` under its key's lease, or answers null: then Redis decides. */
@@ -130,6 +132,7 @@ export class AdmissionLeases {
     if (previous) this.end(previous)
     const lease: Lease = {
       id: request.requestId,
+      key,
       orgId: request.orgId,
       keyId: request.keyId,
       projectId: request.projectId,
@@ -183,7 +186,7 @@ export class AdmissionLeases {
 
   private take(lease: Lease, request: AdmitRequest): void {
     lease.takenAtMs.push(request.nowMs)
-    const recent = this.recent.get(keyOf(lease))
+    const recent = this.recent.get(lease.key)
     if (recent && recent.atMs < request.nowMs) recent.atMs = request.nowMs
     lease.unusedMicros -= request.worstCaseMicros
     this.shares.set(request.requestId, { id: lease.id, shareMicros: request.worstCaseMicros })
@@ -191,17 +194,18 @@ export class AdmissionLeases {
   }
 
   private end(lease: Lease): void {
-    const key = keyOf(lease)
-    if (this.current.get(key) !== lease) return
-    this.current.delete(key)
-    const recent = this.recent.get(key)
+    if (this.current.get(lease.key) !== lease) return
+    this.current.delete(lease.key)
+    const recent = this.recent.get(lease.key)
     if (recent) recent.used = lease.takenAtMs.length + 1
-    this.sendEnd(lease, { leaseId: lease.id, keyId: lease.keyId, slots: lease.slots, unusedMicros: lease.unusedMicros, takenAtMs: lease.takenAtMs })
+    this.sendEnd(lease)
   }
 
-  private sendEnd(lease: Lease, end: LeaseEnd): void {
-    this.send(lease, end).catch(() => {
-      this.unsent.push({ lease, end })
+  /** Hands Redis what an ended lease did not use (nothing changes a lease once ended). */
+  private sendEnd(lease: Lease): void {
+    const end = { orgId: lease.orgId, leaseId: lease.id, keyId: lease.keyId, slots: lease.slots, unusedMicros: lease.unusedMicros, takenAtMs: lease.takenAtMs }
+    this.send(end).catch(() => {
+      this.unsent.push(lease)
       this.sweepLater()
     })
   }
@@ -216,7 +220,7 @@ export class AdmissionLeases {
     for (const lease of [...this.current.values()]) if (nowMs >= lease.endMs) this.end(lease)
     const unsent = this.unsent
     this.unsent = []
-    for (const { lease, end } of unsent) if (nowMs < lease.holdExpiresAtMs) this.sendEnd(lease, end)
+    for (const lease of unsent) if (nowMs < lease.holdExpiresAtMs) this.sendEnd(lease)
     for (const [key, recent] of this.recent) if (nowMs - recent.atMs > 2 * this.leaseMs) this.recent.delete(key)
     if (this.current.size === 0 && this.unsent.length === 0 && this.recent.size === 0) {
       clearInterval(this.sweeper)

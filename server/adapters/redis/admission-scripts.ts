@@ -102,8 +102,9 @@ export interface AdmitParams {
     /** The hold expires this long after `nowMs`. */
     reservationTtlMs: number
     /** The requests of its key a lease for it would admit (1: this one alone), and when the lease would end. */
-    slots: number
-    leaseEndMs: number
+    /** Absent: 1 and none (the request alone). */
+    slots?: number
+    leaseEndMs?: number
   }>
 }
 
@@ -127,7 +128,7 @@ export async function runAdmit(client: RedisConnection, keys: OrgKeys, p: AdmitP
     if (index === undefined) windows.set(r.keyId, (index = 5 + windows.size))
     const keyCap = r.keyCapMicros === null ? '' : String(r.keyCapMicros)
     const projectCap = r.projectCapMicros === null ? '' : String(r.projectCapMicros)
-    args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.nowMs + r.reservationTtlMs), String(index), String(r.slots), String(r.leaseEndMs))
+    args.push(r.requestId, r.keyId, r.projectId, String(r.nowMs), String(r.rpmLimit), String(r.worstCaseMicros), keyCap, projectCap, String(r.nowMs + r.reservationTtlMs), String(index), String(r.slots ?? 1), String(r.leaseEndMs ?? r.nowMs))
   }
   const windowKeys = Array.from(windows.keys(), (keyId) => keys.window(keyId))
   const reply = await admitScript.run(client, [keys.account, keys.spend(p.month), keys.legacyHolds, keys.leaseFence, ...windowKeys], args)
@@ -157,6 +158,7 @@ export async function runSettle(client: RedisConnection, keys: OrgKeys, p: Settl
 
 /** A lease that admits no more (end-leases.lua). */
 export interface LeaseEnd {
+  orgId: string
   leaseId: string
   keyId: string
   slots: number

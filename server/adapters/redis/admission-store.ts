@@ -49,7 +49,7 @@ import {
   type SettleReply,
   type SnapshotReply,
 } from './admission-scripts'
-import { AdmissionLeases, maxLeaseMs, type Lease, type LeaseShare } from './admission-leases'
+import { AdmissionLeases, maxLeaseMs, type LeaseShare } from './admission-leases'
 import { TurnBatches, TurnEnd } from './turn-batches'
 import { redisFailure, withDeadline } from './client'
 import { isRedisCluster, type RedisConnection } from './connect-redis'
@@ -72,8 +72,8 @@ export interface RedisAdmissionStoreOptions {
   leaseMs?: number
 }
 
-/** An admission as admit.lua takes it: the request, and the lease it asks for. */
-type AdmitItem = AdmitRequest & { slots: number; leaseEndMs: number }
+/** An admission as admit.lua takes it: the request, and the lease it asks for, if any. */
+type AdmitItem = AdmitRequest & { slots?: number; leaseEndMs?: number }
 
 // A month's spend counters outlive the month (requests admitted before midnight settle into it)
 // and then expire on their own; every settle pushes the expiry out again.
@@ -112,7 +112,7 @@ export class RedisAdmissionStore implements AdmissionStore {
   private readonly admissions = new TurnBatches<AdmitItem, AdmitReply>(callsPerRun, (requests) => this.runAdmissions(requests), this.turn)
   private readonly settlements = new TurnBatches<Settlement & { lease?: LeaseShare }, SettleReply>(callsPerRun, (settlements) => this.runSettlements(settlements), this.turn)
   /** Leases that admit no more, by organization: one end-leases.lua run each a turn. */
-  private readonly leaseEnds = new TurnBatches<LeaseEnd & { orgId: string }, number>(
+  private readonly leaseEnds = new TurnBatches<LeaseEnd, number>(
     callsPerRun,
     async (ends) => {
       await this.attempt(() => runEndLeases(this.client, this.keys(ends[0]!.orgId), ends))
@@ -135,7 +135,9 @@ export class RedisAdmissionStore implements AdmissionStore {
     this.loadFenceMs = options.loadFenceMs ?? defaultLoadFenceMs
     const leaseMs = options.leaseMs ?? 0
     if (!Number.isSafeInteger(leaseMs) || leaseMs < 0 || leaseMs > maxLeaseMs) throw new RangeError(`leaseMs must be an integer from 0 to ${maxLeaseMs}: ${leaseMs}`)
-    this.leases = leaseMs > 0 ? new AdmissionLeases(leaseMs, (lease, end) => this.endLease(lease, end)) : null
+    this.leases = leaseMs > 0 ? new AdmissionLeases(leaseMs, async (end) => {
+          await this.leaseEnds.add(end.orgId, end)
+        }) : null
     // A connection that broke may mean a Redis that restarted empty: its leases' holds and window
     // entries would be gone while this gateway went on admitting under them.
     if (this.leases) for (const event of ['error', 'reconnecting', 'end']) (client as unknown as { on?: (event: string, listener: () => void) => void }).on?.(event, () => this.leases!.endAll())
@@ -166,7 +168,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     const expiresAtMs = request.nowMs + request.reservationTtlMs
     const slots = this.leases?.slotsFor(request) ?? 1
     // A lease, if granted, ends at leaseEndMs; its hold outlives it by the request's own TTL (admit.lua).
-    const item: AdmitItem = { ...request, slots, leaseEndMs: slots > 1 ? this.leases!.endOf(request) : request.nowMs }
+    const item: AdmitItem = slots > 1 ? { ...request, slots, leaseEndMs: this.leases!.endOf(request) } : request
     let reply: AdmitReply
     try {
       reply = await this.admissions.add(`${request.orgId}|${month}`, item)
@@ -215,11 +217,6 @@ export class RedisAdmissionStore implements AdmissionStore {
       default:
         return { outcome: reply[0], debitedMicros: 0n, releasedMicros: 0n }
     }
-  }
-
-  /** Ends `lease` in Redis: what no request took of it is released. */
-  private async endLease(lease: Lease, end: LeaseEnd): Promise<void> {
-    await this.leaseEnds.add(lease.orgId, { ...end, orgId: lease.orgId })
   }
 
   /** One admit.lua run for admissions of one organization and month. */
