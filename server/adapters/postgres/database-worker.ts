@@ -38,7 +38,7 @@ const operations = {
     // The caller holds the data-dir lock; this thread only opens what it was told to.
     database = await openEmbeddedDatabase(dataDir)
   },
-  findApiKeyByHash: (hashHex: string) => opened().identities.findApiKeyByHash(hashHex),
+  findApiKeysByHashes: (hashesHex: string[]) => opened().identities.findApiKeysByHashes(hashesHex),
   /** A batch as `usageBatch` text (see usage-repository.ts). */
   writeUsageBatch: (batch: UsageBatch) => opened().writeUsageBatch(batch),
   readCounters: (orgId: string, month: string, timeZone: string, requestIds: string[]) => opened().ledger.readCounters(orgId, month, timeZone, requestIds),

@@ -14,12 +14,13 @@ import { answeringOutages } from './database-errors'
 import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoTenant, type DemoTenantOptions } from './demo-tenant'
 import type { Drizzle } from './drizzle'
 import { createGovernance } from './governance'
-import { createIdentityRepository } from './identity-repository'
+import { createIdentityRepository, type IdentityRepository } from './identity-repository'
 import { ensureUsagePartitions, startUsagePartitionUpkeep } from './ledger-partitions'
 import { createLedgerReader } from './ledger-repository'
 import { ledgerStatus, retainUsage, type CopyOut, type LedgerStatus, type RetentionOptions, type RetentionReport } from './ledger-retention'
 import { reconnectBackoffS } from './reconnect-backoff'
 import * as schema from './schema'
+import { batchKeyLookups } from './key-lookups'
 import { copyUsageBatch, createUsageRepository, insertUsageRows, usageBatch, type UsageBatch, type UsageWriter } from './usage-repository'
 
 export type { DemoTenant, DemoTenantOptions } from './demo-tenant'
@@ -61,6 +62,7 @@ export interface GatewayDatabase {
 
 /** The governance database, opened and migrated, in this thread. */
 export interface Database extends GatewayDatabase {
+  readonly identities: IdentityRepository
   /** For repositories built on top of these tables. */
   readonly drizzle: Drizzle
   /** Applies migrations that are missing; `openDatabase` already did, so this is a no-op unless the folder changed. */
@@ -175,7 +177,9 @@ function openPostgres(databaseUrl: string, poolSize = defaultPoolSize, log?: (me
   // among them) reaches a log, whoever catches the error.
   const answering = answeringOutages(log)
   const governance = Object.fromEntries(Object.entries(database.governance).map(([area, store]) => [area, answering(store)])) as unknown as Governance
-  return { ...database, identities: answering(database.identities), usage: answering(database.usage), ledger: answering(database.ledger), governance }
+  const identities = database.identities
+  const batchedIdentities = { ...identities, findApiKeyByHash: batchKeyLookups((hashesHex) => identities.findApiKeysByHashes(hashesHex)) }
+  return { ...database, identities: answering(batchedIdentities), usage: answering(database.usage), ledger: answering(database.ledger), governance }
 }
 
 // A session-level advisory lock on a dedicated connection; ending the connection releases it.

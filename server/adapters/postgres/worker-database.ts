@@ -3,6 +3,7 @@ import { reviveError } from './cross-thread-error'
 import { createUsageRepository, usageBatch } from './usage-repository'
 import { hasEmbeddedDatabase, type GatewayDatabase } from './database'
 import type { DatabaseWorkerOperation, DatabaseWorkerOperations, DatabaseWorkerReply, DatabaseWorkerRequest } from './database-worker'
+import { batchKeyLookups } from './key-lookups'
 
 /** The entry of the database thread, for callers that start the Worker themselves. */
 export const databaseWorkerUrl = new URL('./database-worker.ts', import.meta.url)
@@ -40,7 +41,7 @@ export async function openDatabaseInWorker(options: WorkerDatabaseOptions): Prom
   const client = await openedIn(new DatabaseWorkerClient(options.worker ?? new Worker(databaseWorkerUrl), log), options.dataDir)
   return {
     kind: 'pglite',
-    identities: { findApiKeyByHash: (hashHex) => client.call('findApiKeyByHash', hashHex) },
+    identities: { findApiKeyByHash: batchKeyLookups((hashesHex) => client.call('findApiKeysByHashes', hashesHex)) },
     usage: createUsageRepository(async (events, lastUsed) => client.call('writeUsageBatch', await usageBatch(events, lastUsed))),
     ledger: {
       readCounters: (orgId, month, timeZone, requestIds = []) => client.call('readCounters', orgId, month, timeZone, [...requestIds]),

@@ -113,17 +113,35 @@ describeEachDatabase('findApiKeyByHash', (context) => {
     expect((await db.identities.findApiKeyByHash(hashHex))?.rpmLimit).toBeNull()
   })
 
+  test('looks many keys up in one statement: each hash its own identity or null, in the order asked', async () => {
+    const { db } = context.current
+    const keys = await Promise.all([demoKey(10), demoKey(20), demoKey(30)])
+    const [first, second, third] = keys.map((key) => key.hashHex) as [string, string, string]
+    const one = await db.identities.findApiKeyByHash(second)
+
+    const found = await db.identities.findApiKeysByHashes([third, hashApiKey('sk-unknown'), first, 'not a hash', second, third])
+
+    expect(found.map((identity) => identity?.rpmLimit ?? null)).toEqual([30, null, 10, null, 20, 30])
+    expect(found.map((identity) => identity?.keyId ?? null)).toEqual([keys[2]!.keyId, null, keys[0]!.keyId, null, keys[1]!.keyId, keys[2]!.keyId])
+    // The same identity as a lookup of one key.
+    expect(found[4]).toEqual(one)
+    expect(await db.identities.findApiKeysByHashes([])).toEqual([])
+    expect(await db.identities.findApiKeysByHashes(['not a hash', `${first.slice(0, 60)}'--`])).toEqual([null, null])
+  })
+
   if (context.kind === 'pglite') {
     // PGlite sends each query unnamed, planned every time; the lookup runs on every cold key.
-    test('looks keys up with a statement PGlite prepared once', async () => {
+    test('looks keys up with statements PGlite prepared once', async () => {
       const { db } = context.current
-      const { hashHex } = await demoKey()
-      await db.identities.findApiKeyByHash(hashHex)
-      await db.identities.findApiKeyByHash(hashHex)
+      const [a, b] = await Promise.all([demoKey(), demoKey()])
+      for (let i = 0; i < 2; i++) {
+        await db.identities.findApiKeyByHash(a.hashHex)
+        await db.identities.findApiKeysByHashes([a.hashHex, b.hashHex])
+      }
 
-      const result = await db.drizzle.execute<{ name: string }>(sql`select name from pg_prepared_statements where name = 'pglite_find_api_key_by_hash'`)
+      const result = await db.drizzle.execute<{ name: string }>(sql`select name from pg_prepared_statements where name like 'pglite_find_api_key%' order by name`)
 
-      expect(rowsOf<{ name: string }>(result).map((row) => row.name)).toEqual(['pglite_find_api_key_by_hash'])
+      expect(rowsOf<{ name: string }>(result).map((row) => row.name)).toEqual(['pglite_find_api_key_by_hash', 'pglite_find_api_keys_by_hashes'])
     })
   }
 })
