@@ -15,12 +15,12 @@ import { createDemoTenant, createDemoTenantIfEmpty, hasOrganizations, type DemoT
 import type { Drizzle } from './drizzle'
 import { createGovernance } from './governance'
 import { createIdentityRepository, type IdentityRepository } from './identity-repository'
+import { batchKeyLookups } from './key-lookups'
 import { ensureUsagePartitions, startUsagePartitionUpkeep } from './ledger-partitions'
 import { createLedgerReader } from './ledger-repository'
 import { ledgerStatus, retainUsage, type CopyOut, type LedgerStatus, type RetentionOptions, type RetentionReport } from './ledger-retention'
 import { reconnectBackoffS } from './reconnect-backoff'
 import * as schema from './schema'
-import { batchKeyLookups } from './key-lookups'
 import { copyUsageBatch, createUsageRepository, insertUsageRows, usageBatch, type UsageBatch, type UsageWriter } from './usage-repository'
 
 export type { DemoTenant, DemoTenantOptions } from './demo-tenant'
