@@ -50,7 +50,7 @@ import {
   type SnapshotReply,
 } from './admission-scripts'
 import { AdmissionLeases, maxLeaseMs, type LeaseShare } from './admission-leases'
-import { TurnBatches, TurnEnd } from './turn-batches'
+import { TurnBatches, TurnEnd } from '../../core/turn-batches'
 import { redisFailure, withDeadline } from './client'
 import { isRedisCluster, type RedisConnection } from './connect-redis'
 
@@ -135,9 +135,7 @@ export class RedisAdmissionStore implements AdmissionStore {
     this.loadFenceMs = options.loadFenceMs ?? defaultLoadFenceMs
     const leaseMs = options.leaseMs ?? 0
     if (!Number.isSafeInteger(leaseMs) || leaseMs < 0 || leaseMs > maxLeaseMs) throw new RangeError(`leaseMs must be an integer from 0 to ${maxLeaseMs}: ${leaseMs}`)
-    this.leases = leaseMs > 0 ? new AdmissionLeases(leaseMs, async (end) => {
-          await this.leaseEnds.add(end.orgId, end)
-        }) : null
+    this.leases = leaseMs > 0 ? new AdmissionLeases(leaseMs, async (end) => void (await this.leaseEnds.add(end.orgId, end))) : null
     // A connection that broke may mean a Redis that restarted empty: its leases' holds and window
     // entries would be gone while this gateway went on admitting under them.
     if (this.leases) for (const event of ['error', 'reconnecting', 'end']) (client as unknown as { on?: (event: string, listener: () => void) => void }).on?.(event, () => this.leases!.endAll())

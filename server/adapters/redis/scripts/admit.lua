@@ -38,9 +38,8 @@
 -- stay, which can refuse early, never admit more.
 local month, window_ms, release_limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 -- A window lives the window past its last admission, and 10 s more (the longest lease, maxLeaseMs
--- in admission-leases.ts): an entry of
--- a lease is scored up to its end, and a request its gateway admitted under it counts from then on,
--- without a command that would push the expiry out.
+-- in admission-leases.ts): an entry of a lease is scored up to its end, and a request its gateway
+-- admitted under it counts from then on, without a command that would push the expiry out.
 local window_ttl_ms = int(window_ms + 10000)
 -- The account's 'hx' (holds.lua), kept up to date as holds are added.
 local hold_floor

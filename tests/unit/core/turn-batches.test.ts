@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { TurnBatches, TurnEnd } from '../../../../server/adapters/redis/turn-batches'
+import { TurnBatches, TurnEnd } from '../../../server/core/turn-batches'
 
 describe('TurnBatches', () => {
   test('sends the calls of one turn together, one send per group of at most perCall, and answers each with its reply', async () => {
