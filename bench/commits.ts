@@ -3,7 +3,9 @@
 // included. Rounds are taken in turns, so whatever else loads the machine weighs on both alike; the
 // table gives each round, and the medians of req/s, of the main thread's CPU per request (the
 // thread that runs out first), of a local Redis's and Postgres's CPU per request when the gateways
-// use them, and of the p99, with each round's errors. Prints the table; writes it only with --out.
+// use them, and of the p99, with each round's errors; then this checkout's figures over the base's
+// round by round (`--base HEAD` without changes: what is noise on the host). Prints the table;
+// writes it only with --out.
 //
 //   bun bench/commits.ts [--base HEAD~1] [--model upstream|simulator] [--stream] [--rounds 5] [--duration 5]
 //                        [--keys 1000] [--connections 50] [--postgres [URL]] [--redis [URL]] [--out FILE]
@@ -12,6 +14,7 @@ import { join } from 'node:path'
 import { argValue, integerArg } from './arg-value'
 import { repoDir, runComparison } from './compare'
 import { requestsPerSecond, totalErrors } from './load-result'
+import { pairedRatios } from './paired-ratios'
 import { percentile } from './percentile'
 import type { ScenarioOutcome } from './report'
 import { chatBody } from './run'
@@ -40,6 +43,16 @@ const gatewayUs = (outcome: ScenarioOutcome) => (outcome.cpuUsPerRequest ? Objec
 const p99Ms = (outcome: ScenarioOutcome) => (outcome.result ? outcome.result.latency_us.p99 / 1000 : null)
 const errors = (outcome: ScenarioOutcome) => (outcome.result ? totalErrors(outcome.result) : null)
 const serverUs = (server: string) => (outcome: ScenarioOutcome) => outcome.serverUsPerRequest?.[server] ?? null
+
+/**
+ * This checkout's figure over the base's, round by round, and the median of those ratios: the two
+ * of a round ran a few seconds apart, so their ratio leaves out the host's drift between rounds,
+ * and its spread shows what two runs of a round differ by. Run with `--base HEAD` and no change,
+ * it tells what is noise on the host.
+ */
+function overBase(pairs: ReadonlyArray<readonly [ScenarioOutcome, ScenarioOutcome]>, figure: (outcome: ScenarioOutcome) => number | null): string {
+  return pairedRatios(pairs.map(([base, head]) => [figure(base), figure(head)] as const))
+}
 
 await runComparison(null, async (context) => {
   const modelName = argValue(context.args, ['--model']) ?? 'upstream'
@@ -90,6 +103,8 @@ await runComparison(null, async (context) => {
     ] as const).map(([label, outcomes]) => `| ${label} | ${rounds(outcomes, reqPerS, 0)} | ${rounds(outcomes, mainUs, 1)} | ${rounds(outcomes, gatewayUs, 1)} |${servers.map((server) => ` ${rounds(outcomes, serverUs(server), 1)} |`).join('')} ${rounds(outcomes, p99Ms, 1)} | ${outcomes.map((outcome) => errors(outcome) ?? '-').join(', ')} |`),
     '',
     `Round by round, this checkout served more in ${fasterRounds} of ${pairs.length} and spent less of its main thread a request in ${leanerRounds} of ${pairs.length}.`,
+    '',
+    `This checkout over the base, each round's ratio and their median: req/s ${overBase(pairs, reqPerS)}; main thread CPU a request ${overBase(pairs, mainUs)}; gateway CPU a request ${overBase(pairs, gatewayUs)}${servers.map((server) => `; ${server} CPU a request ${overBase(pairs, serverUs(server))}`).join('')}.`,
     ...(pairs.flat().some((outcome) => (errors(outcome) ?? 0) > 0)
       ? ['', "Rounds with errors (socket errors, timeouts, answers >= 400 such as the edge's 429 when too few keys share the load) count refusals in their req/s."]
       : []),
